@@ -1,0 +1,7 @@
+"""``python -m calculator``: see calculator/cli.py."""
+
+import sys
+
+from calculator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,86 @@
+"""GPU facts: the hardware table the calculator reads (one YAML preset per GPU in presets/gpus/).
+
+Memory is kept twice: the vendor's decimal figure (``memory_gb``) and what
+``torch.cuda.mem_get_info`` reports as total (``usable_memory_gib``), which is what vLLM's
+``gpu_memory_utilization`` multiplies and what every fit check compares against. Throughput
+figures are dense (no 2:4 sparsity) tensor-core TFLOPS from the vendor datasheets
+(shared/reference/gpus.yaml lists the sources). An unknown GPU is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from calculator.units import GIB_BYTES
+
+# PCIe x16 payload bandwidth per direction (GB/s, decimal): 16 GT/s x 16 lanes x 128/130
+# encoding = 31.5 GB/s for Gen4, twice that for Gen5, half for Gen3 (PCI-SIG base specs).
+PCIE_X16_GBPS_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 126.0}
+
+
+class GpuSpec(BaseModel):
+    """One GPU type. Every number cites its source in the preset file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="Preset id, what --gpu accepts.")
+    name: str
+    vendor: Literal["nvidia", "amd", "huawei"]
+    memory_gb: float = Field(gt=0, description="Vendor memory size in decimal GB.")
+    usable_memory_gib: float = Field(
+        gt=0, description="Total memory as torch.cuda.mem_get_info reports it (GiB = 2**30 B)."
+    )
+    usable_memory_source: str = Field(description="Where the usable figure was observed, or how it was estimated.")
+    memory_type: str
+    hbm_bandwidth_gbps: float = Field(gt=0, description="Peak memory bandwidth, GB/s (decimal).")
+    bf16_dense_tflops: float | None = Field(default=None, gt=0)
+    fp16_dense_tflops: float = Field(gt=0)
+    fp8_dense_tflops: float | None = Field(default=None, gt=0)
+    nvlink_gbps: float | None = Field(
+        default=None, gt=0, description="GPU-to-GPU bandwidth per GPU, bidirectional total, GB/s; null = PCIe only."
+    )
+    pcie_gen: int = Field(ge=3, le=6)
+    inter_node_gbps: float = Field(
+        gt=0,
+        description="Typical scale-out bandwidth per GPU per direction in GB/s (one NIC per GPU); "
+        "a cluster property, editable.",
+    )
+    tdp_w: float = Field(gt=0)
+    hourly_price_usd: float = Field(
+        ge=0, description="EXAMPLE on-demand price per GPU-hour in USD; edit it for your contract."
+    )
+    sources: tuple[str, ...] = Field(min_length=1)
+    confidence: Literal["high", "medium", "low"]
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _usable_below_marketing(self) -> GpuSpec:
+        # A GiB is larger than a GB, so the usable GiB figure can never exceed the marketing number
+        # (HBM stacks of MI300X-class parts are 192 GiB sold as "192 GB": equality is allowed).
+        if self.usable_memory_gib > self.memory_gb:
+            raise ValueError(
+                f"usable_memory_gib ({self.usable_memory_gib}) exceeds memory_gb ({self.memory_gb} GB)"
+            )
+        return self
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        return int(self.usable_memory_gib * GIB_BYTES)
+
+    @property
+    def training_tflops(self) -> float:
+        """Dense 16-bit tensor TFLOPS used for bf16 training (fp16 where the GPU has no bf16, e.g. V100)."""
+        return self.bf16_dense_tflops or self.fp16_dense_tflops
+
+    @property
+    def pcie_gbps(self) -> float:
+        """Host link bandwidth per direction, GB/s, at the x16 payload rate of its PCIe generation."""
+        return PCIE_X16_GBPS_PER_DIRECTION[self.pcie_gen]
+
+    @property
+    def intra_node_gbps(self) -> float:
+        """Per-direction GPU-to-GPU bandwidth inside a node: half the bidirectional NVLink figure,
+        or the PCIe link when the GPU has no NVLink."""
+        return self.nvlink_gbps / 2 if self.nvlink_gbps else self.pcie_gbps

@@ -94,9 +94,7 @@ def layer_saved_bytes_per_token(arch: Architecture, layer: int = 0) -> int:
 def max_layer_saved_bytes_per_token(arch: Architecture) -> int:
     """The largest layer (MoE and dense layers differ): what one recomputed layer holds."""
     kinds = {bool(m) for m in arch.moe_layers} or {False}
-    return max(
-        layer_saved_bytes_per_token(arch, arch.moe_layers.index(m) if arch.moe_layers else 0) for m in kinds
-    )
+    return max(layer_saved_bytes_per_token(arch, arch.moe_layers.index(m) if arch.moe_layers else 0) for m in kinds)
 
 
 def all_layers_saved_bytes_per_token(arch: Architecture) -> int:

@@ -1,9 +1,9 @@
 """Python API: ``load_scenario`` and ``estimate`` (DESIGN.md 6.3).
 
-    from calculator import load_scenario, estimate
-    scenario = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"data.mean_response_length": 300},
-                             verl_overrides=["actor_rollout_ref.rollout.n=8"])
-    report = estimate(scenario)
+from calculator import load_scenario, estimate
+scenario = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"data.mean_response_length": 300},
+                         verl_overrides=["actor_rollout_ref.rollout.n=8"])
+report = estimate(scenario)
 """
 
 from __future__ import annotations
@@ -145,7 +145,11 @@ def resolve_architectures(s: Scenario) -> tuple[Architecture, Architecture | Non
 
 def model_name(s: Scenario) -> str:
     if s.model.config is not None:
-        return str(s.model.config.get("_name_or_path") or s.model.config.get("name") or f"custom {s.model.config.get('model_type')}")
+        return str(
+            s.model.config.get("_name_or_path")
+            or s.model.config.get("name")
+            or f"custom {s.model.config.get('model_type')}"
+        )
     return get_model(s.model.path).name
 
 
@@ -246,8 +250,17 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         rollout=rollout,
         time=time,
         warnings=warnings,
-        roles=[r for r in ("actor", "rollout", "ref" if ctx.ref_separate else "", "critic" if ctx.critic else "",
-                           "reward" if ctx.reward else "") if r],
+        roles=[
+            r
+            for r in (
+                "actor",
+                "rollout",
+                "ref" if ctx.ref_separate else "",
+                "critic" if ctx.critic else "",
+                "reward" if ctx.reward else "",
+            )
+            if r
+        ],
         worst_case_phases=[_phase_out(p) for p in worst],
         verl_version=s.verl_version,
     )

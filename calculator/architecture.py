@@ -185,8 +185,10 @@ class Architecture(BaseModel):
     def active_matmul_params(self) -> int:
         """Active parameters that do matmul work per token: excludes the input embedding lookup
         (a gather, no FLOPs) but keeps the LM head (tied or not). Used for the 2N / 6N FLOP rule."""
-        return self.active_params() - self.embedding_params() + self.vocab_size * self.hidden_size * int(
-            self.tie_word_embeddings
+        return (
+            self.active_params()
+            - self.embedding_params()
+            + self.vocab_size * self.hidden_size * int(self.tie_word_embeddings)
         )
 
     def largest_tensor_params(self) -> int:
@@ -244,8 +246,7 @@ def parse_hf_config(cfg: Any) -> Architecture:
         model_type = "gemma3_text"
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ArchitectureError(
-            f"config.json: model_type {model_type!r} is not supported; supported: "
-            + ", ".join(SUPPORTED_MODEL_TYPES)
+            f"config.json: model_type {model_type!r} is not supported; supported: " + ", ".join(SUPPORTED_MODEL_TYPES)
         )
     h = _int(cfg, "hidden_size", required=True)
     num_layers = _int(cfg, "num_hidden_layers", required=True)

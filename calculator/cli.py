@@ -103,15 +103,35 @@ def report_json(r: Report) -> dict[str, Any]:
 
 def _presets(kind: str, as_json: bool) -> str:
     if kind == "models":
-        rows = [{"id": m.id, "name": m.name, "family": m.family, "total_params": m.architecture.total_params(),
-                 "active_params": m.architecture.active_params(), "hf_repo": m.hf_repo} for m in model_presets().values()]
+        rows = [
+            {
+                "id": m.id,
+                "name": m.name,
+                "family": m.family,
+                "total_params": m.architecture.total_params(),
+                "active_params": m.architecture.active_params(),
+                "hf_repo": m.hf_repo,
+            }
+            for m in model_presets().values()
+        ]
     elif kind == "gpus":
-        rows = [{"id": g.id, "name": g.name, "usable_memory_gib": g.usable_memory_gib, "memory_gb": g.memory_gb,
-                 "bf16_dense_tflops": g.training_tflops, "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
-                 "hourly_price_usd": g.hourly_price_usd} for g in gpu_presets().values()]
+        rows = [
+            {
+                "id": g.id,
+                "name": g.name,
+                "usable_memory_gib": g.usable_memory_gib,
+                "memory_gb": g.memory_gb,
+                "bf16_dense_tflops": g.training_tflops,
+                "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
+                "hourly_price_usd": g.hourly_price_usd,
+            }
+            for g in gpu_presets().values()
+        ]
     else:
-        rows = [{"id": k, "name": v.get("name", k), "description": v.get("description", "")}
-                for k, v in scenario_presets().items()]
+        rows = [
+            {"id": k, "name": v.get("name", k), "description": v.get("description", "")}
+            for k, v in scenario_presets().items()
+        ]
     rows.sort(key=lambda r: r["id"])
     if as_json:
         return json.dumps(rows, indent=2)

@@ -16,42 +16,56 @@ class OverheadConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     cuda_context_gib: float = Field(
-        default=0.5, ge=0, le=8,
+        default=0.5,
+        ge=0,
+        le=8,
         description="CUDA context per process per GPU. ~0.5 GiB with CUDA lazy module loading (CUDA >= 11.7, "
         "default since 12.2); 1343 MiB was measured on a V100 with eager loading (HF perf_train_gpu_one). "
         "Every GPU runs two processes in verl 0.9 (trainer worker + rollout server).",
     )
     trainer_nccl_gib: float = Field(
-        default=0.5, ge=0, le=16,
+        default=0.5,
+        ge=0,
+        le=16,
         description="NCCL communicator buffers of the trainer's process groups (outside torch's allocator): "
         "NCCL_BUFFSIZE 4 MiB per channel and peer over the rings/trees of the FSDP group.",
     )
     fragmentation_fraction: float = Field(
-        default=0.10, ge=0, le=1,
+        default=0.10,
+        ge=0,
+        le=1,
         description="Caching-allocator reserve on top of the trainer's transient tensors (reserved - allocated), "
         "as a fraction of them. PyTorch rounds large blocks to 2 MiB segments and splits cached blocks; "
         "reserved/allocated of 1.05-1.2 is typical in training logs (perf/max_memory_reserved_gb vs allocated).",
     )
     vllm_non_torch_gib: float = Field(
-        default=0.25, ge=0, le=32,
+        default=0.25,
+        ge=0,
+        le=32,
         description="vLLM non-torch growth during profiling (cuBLAS / attention workspaces), inside the budget. "
         "vLLM >= 0.7 takes its baseline after NCCL init, so 0.15-0.35 GiB is logged at TP1 "
         "(vLLM issues #17117, #14452, #10517); older logs showing 1.8 GiB (TP1) / 3.6 GiB (TP2) included NCCL.",
     )
     vllm_tp_comm_gib: float = Field(
-        default=0.5, ge=0, le=32,
+        default=0.5,
+        ge=0,
+        le=32,
         description="Rollout-side NCCL communicator and custom all-reduce buffers when TP > 1, created before "
         "vLLM's profiler baseline and so OUTSIDE gpu_memory_utilization (vLLM issue #12059). Estimated from "
         "NCCL_BUFFSIZE (4 MiB) x channels x peers; older vLLM logs attributed ~1.8 GiB per TP doubling.",
     )
     vllm_cuda_graph_per_graph_mib: float = Field(
-        default=4.0, ge=1, le=1024,
+        default=4.0,
+        ge=1,
+        le=1024,
         description="Cost of each additional captured CUDA graph (vLLM profile_cudagraph_memory extrapolates "
         "per-graph memory, at least 1 MiB). With verl's FULL_AND_PIECEWISE and 51 sizes this gives "
         "~0.4 GiB plus the largest capture's buffers; logs show 0.3-1.4 GiB actual.",
     )
     sglang_reserved_gib: float = Field(
-        default=1.0, ge=0, le=32,
+        default=1.0,
+        ge=0,
+        le=32,
         description="SGLang memory outside the static pool (activations, CUDA graphs) that must fit in "
         "(1 - mem_fraction_static) of the GPU; used only for a warning.",
     )
@@ -63,21 +77,29 @@ class EfficiencyConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     train_mfu: float = Field(
-        default=0.35, gt=0, le=1,
+        default=0.35,
+        gt=0,
+        le=1,
         description="Model FLOPs utilisation of forward+backward in update_actor/update_critic. verl's "
         "perf/mfu/actor for 7B-32B dense models on H100 with FSDP is typically 0.3-0.45 (verl perf tuning docs); "
         "Megatron-LM reports 0.4-0.55 for large GPTs (Narayanan et al. 2021).",
     )
     forward_mfu: float = Field(
-        default=0.35, gt=0, le=1,
+        default=0.35,
+        gt=0,
+        le=1,
         description="MFU of forward-only passes (old/ref log-prob, critic values, reward model).",
     )
     prefill_mfu: float = Field(
-        default=0.5, gt=0, le=1,
+        default=0.5,
+        gt=0,
+        le=1,
         description="MFU of the rollout engine's prefill (large batched GEMMs; vLLM reaches ~50-60%).",
     )
     decode_hbm_efficiency: float = Field(
-        default=0.7, gt=0, le=1,
+        default=0.7,
+        gt=0,
+        le=1,
         description="Share of peak HBM bandwidth that decode steps reach (weights + KV reads); "
         "vLLM/TensorRT-LLM decode benchmarks reach 60-80% of peak.",
     )

@@ -25,7 +25,7 @@ def from_validation_error(err: ValidationError, prefix: str = "") -> InputError:
         field = f"{prefix}{loc}" if loc else prefix.rstrip(".") or "scenario"
         msg = e.get("msg", "invalid")
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         if e.get("type") == "extra_forbidden":
             msg = "unknown field"
         elif e.get("type") == "literal_error":

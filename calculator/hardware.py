@@ -60,9 +60,7 @@ class GpuSpec(BaseModel):
         # A GiB is larger than a GB, so the usable GiB figure can never exceed the marketing number
         # (HBM stacks of MI300X-class parts are 192 GiB sold as "192 GB": equality is allowed).
         if self.usable_memory_gib > self.memory_gb:
-            raise ValueError(
-                f"usable_memory_gib ({self.usable_memory_gib}) exceeds memory_gb ({self.memory_gb} GB)"
-            )
+            raise ValueError(f"usable_memory_gib ({self.usable_memory_gib}) exceeds memory_gb ({self.memory_gb} GB)")
         return self
 
     @property

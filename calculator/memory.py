@@ -79,7 +79,9 @@ def _gib(b: float) -> str:
 
 def rollout_settings(s: Scenario, arch: Architecture) -> EngineSettings:
     r = s.rollout
-    max_len = r.max_model_len or max(arch.max_position_embeddings, s.data.max_prompt_length + s.data.max_response_length)
+    max_len = r.max_model_len or max(
+        arch.max_position_embeddings, s.data.max_prompt_length + s.data.max_response_length
+    )
     return EngineSettings(
         engine=r.name,
         tp=r.tensor_model_parallel_size,
@@ -110,8 +112,9 @@ def reward_settings(s: Scenario, arch: Architecture) -> EngineSettings:
     )
 
 
-def build_context(s: Scenario, gpu: GpuSpec, arch: Architecture, critic_arch: Architecture | None,
-                  reward_arch: Architecture | None) -> Context:
+def build_context(
+    s: Scenario, gpu: GpuSpec, arch: Architecture, critic_arch: Architecture | None, reward_arch: Architecture | None
+) -> Context:
     actor = policy_role("actor", arch)
     has_critic = need_critic(s)
     critic = value_role("critic", critic_arch or arch) if has_critic else None
@@ -126,13 +129,19 @@ def build_context(s: Scenario, gpu: GpuSpec, arch: Architecture, critic_arch: Ar
     critic_state = None
     if critic:
         cstrat = s.critic.strategy or s.actor.strategy
-        critic_state = (megatron_state(s, critic, s.critic.megatron, trained=True) if cstrat == "megatron"
-                        else fsdp_state(s, critic, s.critic.fsdp, cstrat, trained=True))
+        critic_state = (
+            megatron_state(s, critic, s.critic.megatron, trained=True)
+            if cstrat == "megatron"
+            else fsdp_state(s, critic, s.critic.fsdp, cstrat, trained=True)
+        )
     ref_state = None
     if ref_separate:
         ref_role = policy_role("ref", arch)
-        ref_state = (megatron_state(s, ref_role, s.actor.megatron, trained=False) if megatron
-                     else fsdp_state(s, ref_role, s.ref.fsdp_config, s.actor.strategy, trained=False))
+        ref_state = (
+            megatron_state(s, ref_role, s.actor.megatron, trained=False)
+            if megatron
+            else fsdp_state(s, ref_role, s.ref.fsdp_config, s.actor.strategy, trained=False)
+        )
     # Trainer memory when the engines start: model params (no optimizer state yet: AdamW creates it
     # lazily at the first step), unless offloaded after init (engine_workers.py initialize()).
     startup = 0
@@ -144,17 +153,38 @@ def build_context(s: Scenario, gpu: GpuSpec, arch: Architecture, critic_arch: Ar
         startup += critic_state.params.bytes
     if ref_state:
         startup += _ref_resident_bytes(s, ref_state, actor.num_params)
-    rb = engine_budget(arch, rollout_settings(s, arch), gpu.usable_memory_bytes, s.overheads, arch.total_params(),
-                       trainer_resident_bytes=startup + _runtime_bytes(s, 2))
+    rb = engine_budget(
+        arch,
+        rollout_settings(s, arch),
+        gpu.usable_memory_bytes,
+        s.overheads,
+        arch.total_params(),
+        trainer_resident_bytes=startup + _runtime_bytes(s, 2),
+    )
     reward_engine = None
     if reward:
-        reward_engine = engine_budget(reward.arch, reward_settings(s, reward.arch), gpu.usable_memory_bytes,
-                                      s.overheads, reward.num_params)
-    return Context(s, gpu, actor, critic, ref_separate, ref_via_actor, reward, actor_state, critic_state, ref_state,
-                   rb, reward_engine, startup)
+        reward_engine = engine_budget(
+            reward.arch, reward_settings(s, reward.arch), gpu.usable_memory_bytes, s.overheads, reward.num_params
+        )
+    return Context(
+        s,
+        gpu,
+        actor,
+        critic,
+        ref_separate,
+        ref_via_actor,
+        reward,
+        actor_state,
+        critic_state,
+        ref_state,
+        rb,
+        reward_engine,
+        startup,
+    )
 
 
 # ---- residency rules --------------------------------------------------------------------------
+
 
 def _fsdp2_cpu_policy(s: Scenario) -> bool:
     return s.actor.strategy == "fsdp2" and s.actor.fsdp_config.offload_policy
@@ -169,7 +199,9 @@ def _actor_params_offloaded_when_idle(s: Scenario) -> bool:
 def _critic_params_offloaded_when_idle(s: Scenario) -> bool:
     if (s.critic.strategy or s.actor.strategy) == "megatron":
         return s.critic.megatron.param_offload
-    return s.critic.fsdp.param_offload or (s.critic.fsdp.offload_policy and (s.critic.strategy or s.actor.strategy) == "fsdp2")
+    return s.critic.fsdp.param_offload or (
+        s.critic.fsdp.offload_policy and (s.critic.strategy or s.actor.strategy) == "fsdp2"
+    )
 
 
 def _ref_resident_bytes(s: Scenario, ref_state: TrainingState, num_params: int) -> int:
@@ -177,7 +209,9 @@ def _ref_resident_bytes(s: Scenario, ref_state: TrainingState, num_params: int) 
     0. Older verl kept the ref FSDP module on GPU in bf16 (2 B/param / N) unless ref param_offload.
     Megatron: bf16 params stay on GPU unless ref.megatron param_offload."""
     if s.actor.strategy == "megatron":
-        off = s.ref.megatron_param_offload if s.ref.megatron_param_offload is not None else s.actor.megatron.param_offload
+        off = (
+            s.ref.megatron_param_offload if s.ref.megatron_param_offload is not None else s.actor.megatron.param_offload
+        )
         return 0 if off else ref_state.params.bytes
     if s.verl_version in ("0.6", "0.7") and not s.ref.fsdp_config.param_offload:
         return num_params * 2 // shard_size(s.ref.fsdp_config, s.hardware.num_gpus)
@@ -224,11 +258,14 @@ def _role_state_components(ctx: Context, role: str, phase: str) -> list[Componen
         out.append(Component(name=f"{role}_grads", role=role, bytes=st.grads.bytes, formula=st.grads.formula))
     if st.optimizer.bytes and (update or not o_off):
         why = " (optimizer_offload: loaded for the update)" if o_off else " (resident between steps after the first)"
-        out.append(Component(name=f"{role}_optimizer", role=role, bytes=st.optimizer.bytes, formula=st.optimizer.formula + why))
+        out.append(
+            Component(name=f"{role}_optimizer", role=role, bytes=st.optimizer.bytes, formula=st.optimizer.formula + why)
+        )
     return out
 
 
 # ---- compute transients -----------------------------------------------------------------------
+
 
 def _logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, training: bool) -> list[Component]:
     s = ctx.s
@@ -237,24 +274,45 @@ def _logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, t
     temp_copy = s.rollout.temperature != 1.0
     if s.model.use_fused_kernels:
         t = min(tokens, FUSED_CHUNK_TOKENS)
-        out.append(Component(name=f"{role}_logits", role=role, bytes=t * v * 6,
-                             formula=f"fused kernel: {t}-token chunk x vocab {v} x (2 B bf16 + 4 B fp32 upcast)"))
+        out.append(
+            Component(
+                name=f"{role}_logits",
+                role=role,
+                bytes=t * v * 6,
+                formula=f"fused kernel: {t}-token chunk x vocab {v} x (2 B bf16 + 4 B fp32 upcast)",
+            )
+        )
         if entropy:
-            out.append(Component(name=f"{role}_entropy", role=role, bytes=t * v * 4,
-                                 formula=f"fused kernel: {t}-token chunk x vocab {v} x 4 B"))
+            out.append(
+                Component(
+                    name=f"{role}_entropy",
+                    role=role,
+                    bytes=t * v * 4,
+                    formula=f"fused kernel: {t}-token chunk x vocab {v} x 4 B",
+                )
+            )
         return out
     copies = 2 if temp_copy else 1
-    out.append(Component(
-        name=f"{role}_logits", role=role, bytes=tokens * v * 2 * copies,
-        formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)" + (" x 2 (logits / temperature makes a copy)" if temp_copy else ""),
-    ))
+    out.append(
+        Component(
+            name=f"{role}_logits",
+            role=role,
+            bytes=tokens * v * 2 * copies,
+            formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)"
+            + (" x 2 (logits / temperature makes a copy)" if temp_copy else ""),
+        )
+    )
     if entropy:
         chunking = s.actor.entropy_from_logits_with_chunking
         if training:
             saved = 0 if s.actor.entropy_checkpointing else tokens * v * 4
             work = min(tokens, ENTROPY_CHUNK_TOKENS) if chunking else tokens
             b = saved + work * v * 4
-            f = (f"fp32 softmax saved for backward {tokens} x {v} x 4 B" if saved else "entropy_checkpointing: nothing saved")
+            f = (
+                f"fp32 softmax saved for backward {tokens} x {v} x 4 B"
+                if saved
+                else "entropy_checkpointing: nothing saved"
+            )
             f += f" + backward/recompute working {work} x {v} x 4 B"
         else:
             work = min(tokens, ENTROPY_CHUNK_TOKENS) if chunking else tokens
@@ -264,8 +322,9 @@ def _logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, t
     return out
 
 
-def _training_activations(ctx: Context, role: RoleModel, batch: PassBatch, *, ckpt: bool, offload: bool,
-                          megatron: bool) -> Component:
+def _training_activations(
+    ctx: Context, role: RoleModel, batch: PassBatch, *, ckpt: bool, offload: bool, megatron: bool
+) -> Component:
     a = role.arch
     t = batch.tokens_per_gpu
     work = act.forward_working_bytes_per_token(a) * t
@@ -277,17 +336,25 @@ def _training_activations(ctx: Context, role: RoleModel, batch: PassBatch, *, ck
         split = tp if (m.sequence_parallel and tp > 1) else 1
         layers_per_stage = -(-a.num_layers // pp)
         in_flight = min(pp, batch.num_micro_batches)
-        saved = act.all_layers_saved_bytes_per_token(a) * layers_per_stage // a.num_layers * t * in_flight // (split * cp)
-        return Component(name=f"{role.name}_activations", role=role.name, bytes=saved + work // (split * cp),
-                         formula=f"Megatron: {layers_per_stage} layers/stage x {in_flight} micro-batches in flight (1F1B) x "
-                                 f"{t} tokens x per-layer saved bytes / (SP {split} x CP {cp}) + working set")
+        saved = (
+            act.all_layers_saved_bytes_per_token(a) * layers_per_stage // a.num_layers * t * in_flight // (split * cp)
+        )
+        return Component(
+            name=f"{role.name}_activations",
+            role=role.name,
+            bytes=saved + work // (split * cp),
+            formula=f"Megatron: {layers_per_stage} layers/stage x {in_flight} micro-batches in flight (1F1B) x "
+            f"{t} tokens x per-layer saved bytes / (SP {split} x CP {cp}) + working set",
+        )
     if ckpt:
         kept = 2 if offload else a.num_layers
         inputs = kept * act.checkpoint_input_bytes_per_token(a) * t
         b = inputs + layer * t + final + work
-        f = (f"checkpointing: {kept} layer inputs x {2 * a.hidden_size} B x {t} tokens"
-             + (" (activation offload keeps 2 layer groups)" if offload else "")
-             + f" + one recomputed layer {layer} B/token x {t} + final norm {final // max(t, 1)} B/token + working set")
+        f = (
+            f"checkpointing: {kept} layer inputs x {2 * a.hidden_size} B x {t} tokens"
+            + (" (activation offload keeps 2 layer groups)" if offload else "")
+            + f" + one recomputed layer {layer} B/token x {t} + final norm {final // max(t, 1)} B/token + working set"
+        )
     else:
         if offload:
             saved = 2 * layer * t
@@ -301,54 +368,116 @@ def _training_activations(ctx: Context, role: RoleModel, batch: PassBatch, *, ck
 
 def _forward_activations(role_name: str, arch: Architecture, tokens: int) -> Component:
     per = act.forward_working_bytes_per_token(arch)
-    return Component(name=f"{role_name}_activations", role=role_name, bytes=per * tokens,
-                     formula=f"forward only: live set of one layer {per} B/token x {tokens} tokens")
+    return Component(
+        name=f"{role_name}_activations",
+        role=role_name,
+        bytes=per * tokens,
+        formula=f"forward only: live set of one layer {per} B/token x {tokens} tokens",
+    )
 
 
 def _gathered(role_name: str, st: TrainingState) -> list[Component]:
     if not st.gathered.bytes:
         return []
-    return [Component(name=f"{role_name}_unsharded_params", role=role_name, bytes=st.gathered.bytes, formula=st.gathered.formula)]
+    return [
+        Component(
+            name=f"{role_name}_unsharded_params", role=role_name, bytes=st.gathered.bytes, formula=st.gathered.formula
+        )
+    ]
 
 
 # ---- phases -----------------------------------------------------------------------------------
+
 
 def _engine_components(eb: EngineBudget, *, awake: bool, prefix: str = "") -> list[Component]:
     out = []
     role = "reward" if prefix else "rollout"
     proc = "reward" if prefix else "rollout"
     if awake:
-        out.append(Component(name=f"{prefix}rollout_weights" if not prefix else "reward_params", role=role,
-                             bytes=eb.weights_bytes, formula=eb.formulas["rollout_weights"], process=proc))
-        out.append(Component(name="kv_cache" if not prefix else "reward_kv_cache", role=role,
-                             bytes=max(0, eb.kv_cache_bytes), formula=eb.formulas["kv_cache"], process=proc))
-        out.append(Component(name="rollout_activations" if not prefix else "reward_activations", role=role,
-                             bytes=eb.activation_bytes, formula=eb.formulas["rollout_activations"], process=proc))
+        out.append(
+            Component(
+                name=f"{prefix}rollout_weights" if not prefix else "reward_params",
+                role=role,
+                bytes=eb.weights_bytes,
+                formula=eb.formulas["rollout_weights"],
+                process=proc,
+            )
+        )
+        out.append(
+            Component(
+                name="kv_cache" if not prefix else "reward_kv_cache",
+                role=role,
+                bytes=max(0, eb.kv_cache_bytes),
+                formula=eb.formulas["kv_cache"],
+                process=proc,
+            )
+        )
+        out.append(
+            Component(
+                name="rollout_activations" if not prefix else "reward_activations",
+                role=role,
+                bytes=eb.activation_bytes,
+                formula=eb.formulas["rollout_activations"],
+                process=proc,
+            )
+        )
     if not prefix:
-        out.append(Component(name="rollout_non_torch", role="rollout", bytes=eb.non_torch_bytes,
-                             formula=eb.formulas["rollout_non_torch"], torch_allocated=False, process="rollout"))
-        out.append(Component(name="cuda_graphs", role="rollout", bytes=eb.cuda_graph_bytes,
-                             formula=eb.formulas["cuda_graphs"] + " (not freed by sleep)", torch_allocated=False,
-                             process="rollout"))
+        out.append(
+            Component(
+                name="rollout_non_torch",
+                role="rollout",
+                bytes=eb.non_torch_bytes,
+                formula=eb.formulas["rollout_non_torch"],
+                torch_allocated=False,
+                process="rollout",
+            )
+        )
+        out.append(
+            Component(
+                name="cuda_graphs",
+                role="rollout",
+                bytes=eb.cuda_graph_bytes,
+                formula=eb.formulas["cuda_graphs"] + " (not freed by sleep)",
+                torch_allocated=False,
+                process="rollout",
+            )
+        )
     return out
 
 
 def _runtime_components(ctx: Context, transient: int) -> list[Component]:
     s, ov = ctx.s, ctx.s.overheads
     procs = 2 + (1 if ctx.reward else 0)
-    out = [Component(name="cuda_context", role="runtime", bytes=int(procs * ov.cuda_context_gib * GIB_BYTES),
-                     formula=f"{procs} processes (trainer, rollout{', reward' if ctx.reward else ''}) x "
-                             f"{ov.cuda_context_gib} GiB", torch_allocated=False, process="none")]
+    out = [
+        Component(
+            name="cuda_context",
+            role="runtime",
+            bytes=int(procs * ov.cuda_context_gib * GIB_BYTES),
+            formula=f"{procs} processes (trainer, rollout{', reward' if ctx.reward else ''}) x "
+            f"{ov.cuda_context_gib} GiB",
+            torch_allocated=False,
+            process="none",
+        )
+    ]
     nccl = int(ov.trainer_nccl_gib * GIB_BYTES)
     f = f"trainer NCCL {ov.trainer_nccl_gib} GiB"
     if s.rollout.tensor_model_parallel_size > 1:
         nccl += int(ov.vllm_tp_comm_gib * GIB_BYTES)
         f += f" + rollout TP communicators {ov.vllm_tp_comm_gib} GiB (outside gpu_memory_utilization)"
-    out.append(Component(name="nccl_buffers", role="runtime", bytes=nccl, formula=f, torch_allocated=False, process="none"))
+    out.append(
+        Component(name="nccl_buffers", role="runtime", bytes=nccl, formula=f, torch_allocated=False, process="none")
+    )
     frag = int(transient * ov.fragmentation_fraction)
-    out.append(Component(name="fragmentation", role="runtime", bytes=frag,
-                         formula=f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {_gib(transient)}",
-                         torch_allocated=False, process="trainer"))
+    out.append(
+        Component(
+            name="fragmentation",
+            role="runtime",
+            bytes=frag,
+            formula=f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {_gib(transient)}",
+            torch_allocated=False,
+            process="trainer",
+        )
+    )
     return out
 
 
@@ -362,15 +491,25 @@ def phase_memory(ctx: Context, phase: str, worst: bool) -> PhaseMemory:
     if ctx.ref_state is not None:
         rb = _ref_resident_bytes(s, ctx.ref_state, ctx.actor.num_params)
         if rb:
-            comps.append(Component(name="ref_params", role="ref", bytes=rb, formula="ref policy resident on GPU (bf16 / Megatron)"))
+            comps.append(
+                Component(
+                    name="ref_params", role="ref", bytes=rb, formula="ref policy resident on GPU (bf16 / Megatron)"
+                )
+            )
     # Rollout engine: awake in rollout; weights only during sync; asleep otherwise unless free_cache_engine=false.
     keep = not s.rollout.free_cache_engine
     if phase == "rollout" or keep:
         comps += _engine_components(ctx.rollout, awake=True)
     elif phase == "weight_sync":
-        comps.append(Component(name="rollout_weights", role="rollout", bytes=ctx.rollout.weights_bytes,
-                               formula=ctx.rollout.formulas["rollout_weights"] + " (woken for the sync, KV not yet)",
-                               process="rollout"))
+        comps.append(
+            Component(
+                name="rollout_weights",
+                role="rollout",
+                bytes=ctx.rollout.weights_bytes,
+                formula=ctx.rollout.formulas["rollout_weights"] + " (woken for the sync, KV not yet)",
+                process="rollout",
+            )
+        )
         comps += _engine_components(ctx.rollout, awake=False)
     else:
         comps += _engine_components(ctx.rollout, awake=False)
@@ -404,24 +543,60 @@ def phase_memory(ctx: Context, phase: str, worst: bool) -> PhaseMemory:
         b = batching.critic_update_batch(s, worst)
         cm = (s.critic.strategy or s.actor.strategy) == "megatron"
         add_transient(_gathered("critic", ctx.critic_state))
-        add_transient([_training_activations(ctx, ctx.critic, b, ckpt=s.critic.enable_gradient_checkpointing,
-                                             offload=s.model.enable_activation_offload, megatron=cm)])
+        add_transient(
+            [
+                _training_activations(
+                    ctx,
+                    ctx.critic,
+                    b,
+                    ckpt=s.critic.enable_gradient_checkpointing,
+                    offload=s.model.enable_activation_offload,
+                    megatron=cm,
+                )
+            ]
+        )
     elif phase == "update_actor":
         b = batching.actor_update_batch(s, worst)
         add_transient(_gathered("actor", ctx.actor_state))
         if ctx.actor_state.extra_transient.bytes:
-            add_transient([Component(name="actor_dora_weight", role="actor", bytes=ctx.actor_state.extra_transient.bytes,
-                                     formula=ctx.actor_state.extra_transient.formula)])
-        add_transient([_training_activations(ctx, ctx.actor, b, ckpt=s.model.enable_gradient_checkpointing,
-                                             offload=s.model.enable_activation_offload, megatron=megatron)])
+            add_transient(
+                [
+                    Component(
+                        name="actor_dora_weight",
+                        role="actor",
+                        bytes=ctx.actor_state.extra_transient.bytes,
+                        formula=ctx.actor_state.extra_transient.formula,
+                    )
+                ]
+            )
+        add_transient(
+            [
+                _training_activations(
+                    ctx,
+                    ctx.actor,
+                    b,
+                    ckpt=s.model.enable_gradient_checkpointing,
+                    offload=s.model.enable_activation_offload,
+                    megatron=megatron,
+                )
+            ]
+        )
         ent = s.actor.entropy_coeff != 0 or s.actor.calculate_entropy
         add_transient(_logits_components(ctx, "actor", b.tokens_per_gpu, entropy=ent, training=True))
     elif phase == "weight_sync":
         bucket = s.rollout.update_weights_bucket_megabytes * MIB_BYTES
-        comps.append(Component(name="sync_bucket", role="sync", bytes=bucket,
-                               formula=f"checkpoint_engine bucket {s.rollout.update_weights_bucket_megabytes} MiB (uint8 GPU buffer, CUDA IPC)"))
+        comps.append(
+            Component(
+                name="sync_bucket",
+                role="sync",
+                bytes=bucket,
+                formula=f"checkpoint_engine bucket {s.rollout.update_weights_bucket_megabytes} MiB (uint8 GPU buffer, CUDA IPC)",
+            )
+        )
         if s.model.lora_rank:
-            largest = max((i * o for i, o, _ in lora_adapted_linears(ctx.actor.arch, s.model.target_modules)), default=0)
+            largest = max(
+                (i * o for i, o, _ in lora_adapted_linears(ctx.actor.arch, s.model.target_modules)), default=0
+            )
             full, f = largest * 4, "LoRA: adapters merged per matrix for the sync, largest adapted matrix x 4 B"
         else:
             lt = ctx.actor.arch.largest_tensor_params()

@@ -50,8 +50,12 @@ def lora_adapted_linears(arch: Architecture, target: str) -> list[tuple[int, int
     if target in ("all-linear", "attention"):
         if arch.is_mla:
             kv_per_head = arch.qk_nope_head_dim + arch.v_head_dim
-            out += [(h, q, n), (h, arch.kv_lora_rank + arch.qk_rope_head_dim, n),
-                    (arch.kv_lora_rank, arch.num_attention_heads * kv_per_head, n), (o_in, h, n)]
+            out += [
+                (h, q, n),
+                (h, arch.kv_lora_rank + arch.qk_rope_head_dim, n),
+                (arch.kv_lora_rank, arch.num_attention_heads * kv_per_head, n),
+                (o_in, h, n),
+            ]
         else:
             out += [(h, q, n), (h, kv, n), (h, kv, n), (o_in, h, n)]
     if target in ("all-linear", "mlp"):

@@ -95,8 +95,10 @@ def profile_activation_bytes(arch: Architecture, settings: EngineSettings, ov: O
     """Torch peak of vLLM's profile run above the weights: a forward over ``max_num_batched_tokens``
     tokens (``max_model_len`` when chunked prefill is off) and the sampler dummy over
     ``min(tokens, max_num_seqs)`` requests x vocab (bf16 logits, fp32 copy, fp32 probabilities)."""
-    tokens = settings.max_num_batched_tokens if settings.enable_chunked_prefill else max(
-        settings.max_num_batched_tokens, settings.max_model_len
+    tokens = (
+        settings.max_num_batched_tokens
+        if settings.enable_chunked_prefill
+        else max(settings.max_num_batched_tokens, settings.max_model_len)
     )
     forward = tokens * forward_working_bytes_per_token(arch, settings.tp)
     reqs = min(tokens, settings.max_num_seqs)
@@ -142,18 +144,19 @@ def engine_budget(
             f" - CUDA graphs {graphs / GIB_BYTES:.2f} GiB"
         )
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
-    f["rollout_weights"] = (
-        f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"
-    )
+    f["rollout_weights"] = f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"
     f["rollout_activations"] = (
         f"profile forward over {settings.max_num_batched_tokens} tokens x "
         f"{forward_working_bytes_per_token(arch, tp)} B/token + sampler {min(settings.max_num_batched_tokens, settings.max_num_seqs)}"
         f" reqs x vocab {arch.vocab_size} x {SAMPLER_BYTES_PER_LOGIT} B"
     )
-    f["rollout_non_torch"] = f"vLLM non-torch growth during profiling, {ov.vllm_non_torch_gib} GiB (overheads.vllm_non_torch_gib)"
+    f["rollout_non_torch"] = (
+        f"vLLM non-torch growth during profiling, {ov.vllm_non_torch_gib} GiB (overheads.vllm_non_torch_gib)"
+    )
     f["cuda_graphs"] = (
-        "0 (enforce_eager)" if settings.enforce_eager else
-        f"largest capture ({min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)} tokens) "
+        "0 (enforce_eager)"
+        if settings.enforce_eager
+        else f"largest capture ({min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)} tokens) "
         f"activations + {CUDA_GRAPH_MODES} modes x {num_cuda_graphs(settings)} sizes x "
         f"{ov.vllm_cuda_graph_per_graph_mib} MiB"
     )

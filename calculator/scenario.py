@@ -39,8 +39,16 @@ AdvEstimator = Literal[
 
 # Estimators that compare the n responses of one prompt and so need rollout.n > 1
 # (verl normalises within a group; with n = 1 every advantage is zero).
-GROUP_ESTIMATORS = ("grpo", "grpo_passk", "grpo_vectorized", "rloo", "rloo_vectorized", "opo",
-                    "reinforce_plus_plus_baseline", "gpg")
+GROUP_ESTIMATORS = (
+    "grpo",
+    "grpo_passk",
+    "grpo_vectorized",
+    "rloo",
+    "rloo_vectorized",
+    "opo",
+    "reinforce_plus_plus_baseline",
+    "gpg",
+)
 
 
 class _Frozen(BaseModel):
@@ -88,13 +96,16 @@ class FsdpSection(_Frozen):
     param_offload: bool = Field(default=False, description="Move params and grads to CPU while the role is idle.")
     optimizer_offload: bool = Field(default=False, description="Move Adam states to CPU while the role is idle.")
     offload_policy: bool = Field(
-        default=False, description="FSDP2 only: params, grads and optimizer stay on CPU during compute (CPUOffloadPolicy)."
+        default=False,
+        description="FSDP2 only: params, grads and optimizer stay on CPU during compute (CPUOffloadPolicy).",
     )
     fsdp_size: int = Field(default=-1, ge=-1, description="GPUs per FSDP shard group; -1 = all GPUs (HSDP otherwise).")
     model_dtype: Literal["fp32", "bf16"] = Field(
         default="fp32", description="dtype the model is loaded in = dtype of the sharded master params."
     )
-    reshard_after_forward: bool = Field(default=True, description="False = SHARD_GRAD_OP (keep gathered params until backward).")
+    reshard_after_forward: bool = Field(
+        default=True, description="False = SHARD_GRAD_OP (keep gathered params until backward)."
+    )
     use_no_sync_for_gradient_accumulation: bool = Field(
         default=False, description="Accumulate unsharded fp32 grads across micro-batches (4 B/param, not divided)."
     )
@@ -139,13 +150,17 @@ class ActorSection(_Frozen):
     use_dynamic_bsz: bool = Field(default=False, description="Pack micro-batches by a token budget instead of a count.")
     ppo_max_token_len_per_gpu: int = Field(default=16384, ge=1, description="Token budget per micro-batch per GPU.")
     ppo_epochs: int = Field(default=1, ge=1, description="Passes over the batch per step.")
-    ulysses_sequence_parallel_size: int = Field(default=1, ge=1, description="Ulysses SP: splits tokens over this many GPUs.")
+    ulysses_sequence_parallel_size: int = Field(
+        default=1, ge=1, description="Ulysses SP: splits tokens over this many GPUs."
+    )
     use_kl_loss: bool = Field(default=False, description="KL loss against the reference policy (needs a ref).")
     kl_loss_coef: float = Field(default=0.001, ge=0)
     entropy_coeff: float = Field(default=0.0, ge=0, description="Entropy bonus; != 0 computes entropy in update_actor.")
     calculate_entropy: bool = Field(default=False, description="Compute entropy in update_actor even without a bonus.")
     entropy_from_logits_with_chunking: bool = Field(default=False, description="Entropy in 2048-token fp32 chunks.")
-    entropy_checkpointing: bool = Field(default=False, description="Recompute entropy in backward instead of saving it.")
+    entropy_checkpointing: bool = Field(
+        default=False, description="Recompute entropy in backward instead of saving it."
+    )
     clip_ratio_high: float = Field(default=0.2, ge=0, description="Clip-higher (DAPO); no effect on memory.")
     optim: OptimSection = OptimSection()
     fsdp_config: FsdpSection = FsdpSection()
@@ -169,7 +184,9 @@ class RolloutSection(_Frozen):
     name: Literal["vllm", "sglang"] = Field(default="vllm", description="Inference engine.")
     n: int = Field(default=1, ge=1, le=1024, description="Responses per prompt (GRPO group size).")
     gpu_memory_utilization: float = Field(
-        default=0.5, gt=0, le=1,
+        default=0.5,
+        gt=0,
+        le=1,
         description="vLLM: share of TOTAL GPU memory for the whole engine (weights + activations + KV). "
         "SGLang: mem_fraction_static.",
     )
@@ -327,9 +344,7 @@ class Scenario(_Frozen):
         for section in ("actor", "critic"):
             fsdp = self.actor.fsdp_config if section == "actor" else self.critic.fsdp
             if fsdp.fsdp_size > 0 and fsdp.fsdp_size < g and g % fsdp.fsdp_size:
-                raise ValueError(
-                    f"{section} fsdp_size ({fsdp.fsdp_size}) must divide hardware.num_gpus ({g})"
-                )
+                raise ValueError(f"{section} fsdp_size ({fsdp.fsdp_size}) must divide hardware.num_gpus ({g})")
         strategy = self.actor.strategy
         if self.actor.fsdp_config.offload_policy and strategy != "fsdp2":
             raise ValueError(f"actor.fsdp_config.offload_policy=true needs actor.strategy=fsdp2, got {strategy!r}")

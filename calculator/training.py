@@ -115,7 +115,9 @@ def fsdp_state(s: Scenario, role: RoleModel, fsdp: FsdpSection, strategy: str, t
     extra = StatePart(0, "")
     if lora and s.model.use_dora:
         t = dora_transient_bytes(role.arch, s.model.target_modules)
-        extra = StatePart(t, "DoRA: merged weight W + B·A of the largest adapted matrix and its square for the norm, bf16")
+        extra = StatePart(
+            t, "DoRA: merged weight W + B·A of the largest adapted matrix and its square for the norm, bf16"
+        )
     return TrainingState(params, grads, opt, gathered, extra)
 
 
@@ -132,14 +134,22 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
     dp = max(1, g // (tp * pp * cp))
     exp_dp = max(1, g // (ep * etp * pp))
     local_dp_sharded = dense_p / (tp * pp * dp) + expert_p / (ep * etp * pp * exp_dp)
-    split = f"dense {dense_p:,} / (TP {tp} x PP {pp})" + (f" + experts {expert_p:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert_p else "")
+    split = f"dense {dense_p:,} / (TP {tp} x PP {pp})" + (
+        f" + experts {expert_p:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert_p else ""
+    )
     params = StatePart(int(local * 2), f"bf16 params: {split}, x 2 B")
     if not trained:
-        return TrainingState(params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, ""))
+        return TrainingState(
+            params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, "")
+        )
     grads = StatePart(int(local * 4), f"fp32 grad buffer: {split}, x 4 B")
     ob = 4 + optimizer_bytes_per_param(s.actor.optim.optimizer, 4)
     if m.use_distributed_optimizer:
-        opt = StatePart(int(local_dp_sharded * ob), f"distributed optimizer fp32 master + Adam ({ob:g} B) / DP {dp}: {split}")
+        opt = StatePart(
+            int(local_dp_sharded * ob), f"distributed optimizer fp32 master + Adam ({ob:g} B) / DP {dp}: {split}"
+        )
     else:
         opt = StatePart(int(local * ob), f"fp32 master + Adam ({ob:g} B), not sharded over DP: {split}")
-    return TrainingState(params, grads, opt, StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"), StatePart(0, ""))
+    return TrainingState(
+        params, grads, opt, StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"), StatePart(0, "")
+    )

@@ -49,32 +49,90 @@ PREFIXES: tuple[tuple[str, str], ...] = (
 
 # Keys verl has that do not change memory or time: accepted silently.
 IGNORED_PREFIXES: tuple[str, ...] = (
-    "data.train_files", "data.val_files", "data.prompt_key", "data.reward_fn_key", "data.return_raw_chat",
-    "data.filter_overlong_prompts", "data.truncation", "data.shuffle", "data.dataloader_num_workers",
-    "data.tokenizer", "data.image_key", "data.trust_remote_code", "data.val_batch_size", "data.seed",
-    "trainer.project_name", "trainer.experiment_name", "trainer.logger", "trainer.save_freq", "trainer.test_freq",
-    "trainer.total_epochs", "trainer.total_training_steps", "trainer.val_before_train", "trainer.default_local_dir",
-    "trainer.resume_mode", "trainer.critic_warmup", "trainer.log_val_generations", "trainer.balance_batch",
-    "trainer.device", "trainer.use_v1", "trainer.v1.", "trainer.max_actor_ckpt_to_keep", "trainer.val_only",
-    "actor_rollout_ref.actor.optim.lr_warmup", "actor_rollout_ref.actor.optim.warmup_style",
-    "actor_rollout_ref.actor.optim.weight_decay", "actor_rollout_ref.actor.optim.clip_grad",
-    "actor_rollout_ref.actor.optim.min_lr_ratio", "actor_rollout_ref.actor.optim.lr_scheduler_type",
-    "actor_rollout_ref.actor.clip_ratio", "actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio_c",
-    "actor_rollout_ref.actor.loss_agg_mode", "actor_rollout_ref.actor.kl_loss_type", "actor_rollout_ref.actor.policy_loss",
-    "actor_rollout_ref.actor.grad_clip", "actor_rollout_ref.actor.shuffle", "actor_rollout_ref.actor.checkpoint",
-    "actor_rollout_ref.actor.use_torch_compile", "actor_rollout_ref.actor.fsdp_config.forward_prefetch",
-    "actor_rollout_ref.actor.fsdp_config.wrap_policy", "actor_rollout_ref.actor.fsdp_config.use_orig_params",
-    "actor_rollout_ref.model.trust_remote_code", "actor_rollout_ref.model.external_lib",
-    "actor_rollout_ref.model.use_shm", "actor_rollout_ref.model.override_config",
-    "actor_rollout_ref.rollout.mode", "actor_rollout_ref.rollout.top_p", "actor_rollout_ref.rollout.top_k",
-    "actor_rollout_ref.rollout.do_sample", "actor_rollout_ref.rollout.val_kwargs", "actor_rollout_ref.rollout.load_format",
-    "actor_rollout_ref.rollout.enable_prefix_caching", "actor_rollout_ref.rollout.agent", "actor_rollout_ref.rollout.multi_turn",
-    "actor_rollout_ref.rollout.calculate_log_probs", "actor_rollout_ref.rollout.layered_summon",
-    "actor_rollout_ref.rollout.prompt_length", "actor_rollout_ref.rollout.response_length",
-    "actor_rollout_ref.hybrid_engine", "algorithm.gamma", "algorithm.lam", "algorithm.kl_penalty",
-    "algorithm.kl_ctrl.type", "algorithm.norm_adv_by_std_in_grpo", "algorithm.filter_groups",
-    "critic.optim.lr", "critic.optim.", "critic.cliprange_value", "critic.model.trust_remote_code",
-    "custom_reward_function.", "reward.reward_manager", "reward_model.reward_manager", "ray_init.", "ray_kwargs.",
+    "data.train_files",
+    "data.val_files",
+    "data.prompt_key",
+    "data.reward_fn_key",
+    "data.return_raw_chat",
+    "data.filter_overlong_prompts",
+    "data.truncation",
+    "data.shuffle",
+    "data.dataloader_num_workers",
+    "data.tokenizer",
+    "data.image_key",
+    "data.trust_remote_code",
+    "data.val_batch_size",
+    "data.seed",
+    "trainer.project_name",
+    "trainer.experiment_name",
+    "trainer.logger",
+    "trainer.save_freq",
+    "trainer.test_freq",
+    "trainer.total_epochs",
+    "trainer.total_training_steps",
+    "trainer.val_before_train",
+    "trainer.default_local_dir",
+    "trainer.resume_mode",
+    "trainer.critic_warmup",
+    "trainer.log_val_generations",
+    "trainer.balance_batch",
+    "trainer.device",
+    "trainer.use_v1",
+    "trainer.v1.",
+    "trainer.max_actor_ckpt_to_keep",
+    "trainer.val_only",
+    "actor_rollout_ref.actor.optim.lr_warmup",
+    "actor_rollout_ref.actor.optim.warmup_style",
+    "actor_rollout_ref.actor.optim.weight_decay",
+    "actor_rollout_ref.actor.optim.clip_grad",
+    "actor_rollout_ref.actor.optim.min_lr_ratio",
+    "actor_rollout_ref.actor.optim.lr_scheduler_type",
+    "actor_rollout_ref.actor.clip_ratio",
+    "actor_rollout_ref.actor.clip_ratio_low",
+    "actor_rollout_ref.actor.clip_ratio_c",
+    "actor_rollout_ref.actor.loss_agg_mode",
+    "actor_rollout_ref.actor.kl_loss_type",
+    "actor_rollout_ref.actor.policy_loss",
+    "actor_rollout_ref.actor.grad_clip",
+    "actor_rollout_ref.actor.shuffle",
+    "actor_rollout_ref.actor.checkpoint",
+    "actor_rollout_ref.actor.use_torch_compile",
+    "actor_rollout_ref.actor.fsdp_config.forward_prefetch",
+    "actor_rollout_ref.actor.fsdp_config.wrap_policy",
+    "actor_rollout_ref.actor.fsdp_config.use_orig_params",
+    "actor_rollout_ref.model.trust_remote_code",
+    "actor_rollout_ref.model.external_lib",
+    "actor_rollout_ref.model.use_shm",
+    "actor_rollout_ref.model.override_config",
+    "actor_rollout_ref.rollout.mode",
+    "actor_rollout_ref.rollout.top_p",
+    "actor_rollout_ref.rollout.top_k",
+    "actor_rollout_ref.rollout.do_sample",
+    "actor_rollout_ref.rollout.val_kwargs",
+    "actor_rollout_ref.rollout.load_format",
+    "actor_rollout_ref.rollout.enable_prefix_caching",
+    "actor_rollout_ref.rollout.agent",
+    "actor_rollout_ref.rollout.multi_turn",
+    "actor_rollout_ref.rollout.calculate_log_probs",
+    "actor_rollout_ref.rollout.layered_summon",
+    "actor_rollout_ref.rollout.prompt_length",
+    "actor_rollout_ref.rollout.response_length",
+    "actor_rollout_ref.hybrid_engine",
+    "algorithm.gamma",
+    "algorithm.lam",
+    "algorithm.kl_penalty",
+    "algorithm.kl_ctrl.type",
+    "algorithm.norm_adv_by_std_in_grpo",
+    "algorithm.filter_groups",
+    "critic.optim.lr",
+    "critic.optim.",
+    "critic.cliprange_value",
+    "critic.model.trust_remote_code",
+    "custom_reward_function.",
+    "reward.reward_manager",
+    "reward_model.reward_manager",
+    "ray_init.",
+    "ray_kwargs.",
 )
 
 _SHELL_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
@@ -101,11 +159,11 @@ def verl_to_native(key: str) -> str | None:
         return RENAMES[key]
     for verl_prefix, native_prefix in PREFIXES:
         if key.startswith(verl_prefix):
-            native = native_prefix + key[len(verl_prefix):]
+            native = native_prefix + key[len(verl_prefix) :]
             if native.startswith("actor.fsdp_config.strategy"):
                 return "actor.strategy"
             if native.startswith("critic.fsdp_config."):
-                native = "critic.fsdp." + native[len("critic.fsdp_config."):]
+                native = "critic.fsdp." + native[len("critic.fsdp_config.") :]
             return native if native_field_exists(native) else None
     return None
 
@@ -153,7 +211,11 @@ def apply_verl_overrides(data: dict[str, Any], overrides: list[str] | str) -> li
     """Apply verl overrides onto a scenario mapping in place; return warnings."""
     from calculator.api import set_dotted
 
-    tokens = tokenize_overrides(overrides) if isinstance(overrides, str) else [t for o in overrides for t in tokenize_overrides(o)]
+    tokens = (
+        tokenize_overrides(overrides)
+        if isinstance(overrides, str)
+        else [t for o in overrides for t in tokenize_overrides(o)]
+    )
     notes: list[str] = []
     unknown: list[str] = []
     nodes = n_per_node = None
@@ -175,7 +237,9 @@ def apply_verl_overrides(data: dict[str, Any], overrides: list[str] | str) -> li
         if key == "actor_rollout_ref.model.path":
             mid = _model_id_from_path(raw)
             if mid is None:
-                notes.append(f"verl override {key}={raw}: not a model preset; pass --model with a preset id or config.json")
+                notes.append(
+                    f"verl override {key}={raw}: not a model preset; pass --model with a preset id or config.json"
+                )
             else:
                 set_dotted(data, "model.path", mid)
             continue

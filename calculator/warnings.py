@@ -17,8 +17,9 @@ def _g(b: float) -> str:
     return f"{b / GIB_BYTES:.1f} GiB"
 
 
-def collect_warnings(s: Scenario, ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory],
-                     rollout: RolloutOut, peak: PeakOut) -> list[str]:
+def collect_warnings(
+    s: Scenario, ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], rollout: RolloutOut, peak: PeakOut
+) -> list[str]:
     out: list[str] = []
     usable = ctx.gpu.usable_memory_bytes
     rb = ctx.rollout
@@ -61,7 +62,12 @@ def collect_warnings(s: Scenario, ctx: Context, expected: list[PhaseMemory], wor
         lp = s.rollout.log_prob_max_token_len_per_gpu or s.actor.ppo_max_token_len_per_gpu
         budgets.append(("rollout.log_prob_max_token_len_per_gpu", lp * sp))
     if ctx.critic and batching.critic_dynamic(s):
-        budgets.append(("critic.ppo_max_token_len_per_gpu", s.critic.ppo_max_token_len_per_gpu * s.critic.ulysses_sequence_parallel_size))
+        budgets.append(
+            (
+                "critic.ppo_max_token_len_per_gpu",
+                s.critic.ppo_max_token_len_per_gpu * s.critic.ulysses_sequence_parallel_size,
+            )
+        )
     for name, budget in budgets:
         if budget < max_seq:
             out.append(
@@ -79,9 +85,13 @@ def collect_warnings(s: Scenario, ctx: Context, expected: list[PhaseMemory], wor
     # 6. Fit and near-limit.
     for p in expected:
         if p.total_bytes > usable:
-            out.append(f"phase {p.name} needs {_g(p.total_bytes)} per GPU, over the usable {ctx.gpu.usable_memory_gib} GiB by {_g(p.total_bytes - usable)}: OOM.")
+            out.append(
+                f"phase {p.name} needs {_g(p.total_bytes)} per GPU, over the usable {ctx.gpu.usable_memory_gib} GiB by {_g(p.total_bytes - usable)}: OOM."
+            )
         elif p.total_bytes > NEAR_LIMIT_FRACTION * usable:
-            out.append(f"phase {p.name} is within 5% of the usable memory ({_g(p.total_bytes)} of {ctx.gpu.usable_memory_gib} GiB): fragmentation may OOM.")
+            out.append(
+                f"phase {p.name} is within 5% of the usable memory ({_g(p.total_bytes)} of {ctx.gpu.usable_memory_gib} GiB): fragmentation may OOM."
+            )
     if peak.fits and not peak.worst_case_fits:
         out.append(
             f"fits at the mean lengths but not when every sequence is at max length ({peak.worst_case_gib_per_gpu:.1f} GiB in "
@@ -89,11 +99,15 @@ def collect_warnings(s: Scenario, ctx: Context, expected: list[PhaseMemory], wor
         )
     # 7. Things modelled approximately.
     if s.model.use_dora:
-        out.append("DoRA: verl's LoRA path does not expose DoRA; shown is the LoRA figure plus PEFT DoRA's magnitude vectors and merged-weight transient.")
+        out.append(
+            "DoRA: verl's LoRA path does not expose DoRA; shown is the LoRA figure plus PEFT DoRA's magnitude vectors and merged-weight transient."
+        )
     if s.actor.optim.optimizer == "Adafactor":
         out.append("Adafactor: factored second moments are counted as ~0 B/param (rows + columns only).")
     if s.rollout.n == 1 and s.algorithm.adv_estimator in GROUP_ESTIMATORS:
-        out.append(f"{s.algorithm.adv_estimator} with rollout.n=1: every group has one response, so all advantages are 0.")
+        out.append(
+            f"{s.algorithm.adv_estimator} with rollout.n=1: every group has one response, so all advantages are 0."
+        )
     if s.reward_model.enable and s.reward_model.enable_resource_pool:
         out.append("reward model on its own resource pool: its GPUs are not modelled here.")
     return out

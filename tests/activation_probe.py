@@ -30,6 +30,7 @@ Counting rules
   where the module path is the innermost submodule (relative to the decoder
   layer) active when the storage was first saved.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -117,9 +118,7 @@ def build_model(
     if experts_implementation is not None:
         extra["experts_implementation"] = experts_implementation
     with _default_dtype(dtype):
-        model = AutoModelForCausalLM.from_config(
-            config, attn_implementation=attn_implementation, dtype=dtype, **extra
-        )
+        model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=dtype, **extra)
     model.to(dtype)
     model.train()
     return model
@@ -405,9 +404,7 @@ def measure_saved_bytes(
         logits_bytes=logits.untyped_storage().nbytes(),
         logits_dtype=str(logits.dtype),
         param_saved_bytes=sum(param_saved.values()),
-        layer_ops_by_layer={
-            i: dict(ops_by_region.get(f"layer{i}", {})) for i in range(num_layers)
-        },
+        layer_ops_by_layer={i: dict(ops_by_region.get(f"layer{i}", {})) for i in range(num_layers)},
         layer0_ops=dict(ops_by_region.get("layer0", {})),
         post_ops=dict(ops_by_region.get("post", {})),
         pre_ops=dict(ops_by_region.get("pre", {})),

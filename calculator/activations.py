@@ -115,13 +115,17 @@ def final_norm_saved_bytes_per_token(arch: Architecture) -> int:
 def forward_working_bytes_per_token(arch: Architecture, tp: int = 1) -> int:
     """Live bytes per token inside one layer of a forward pass without autograd (inference,
     log-prob): at the MLP, the residual stream, the normed input and the layer input (3 x 2h) plus
-    the gate/up/activation tensors that coexist (3 x 2·I/tp; MoE: top_k routed copies of I_moe).
-    The same peak vLLM's profiling forward sees per batched token.
+    the gate/up output, the activation and the product (3 x 2·I/tp) that coexist.
+    MoE: every token is copied to top_k experts, each copy carrying its gate/up/activation tensors
+    (3 x 2·I_moe/tp) and its expert output (2h) (vLLM fused_moe intermediate caches 1-3), plus any
+    shared experts as a dense MLP. The same peak vLLM's profiling forward sees per batched token.
     """
     h = arch.hidden_size
-    if arch.is_moe:
-        width = arch.num_experts_per_tok * arch.moe_intermediate_size + arch.shared_expert_intermediate_size
-        width = max(width, arch.intermediate_size if arch.num_dense_layers else 0)
-    else:
-        width = arch.intermediate_size
-    return BF16 * (3 * h + 3 * width // tp)
+    dense = BF16 * (3 * h + 3 * arch.intermediate_size // tp)
+    if not arch.is_moe:
+        return dense
+    k = arch.num_experts_per_tok
+    moe = BF16 * (
+        3 * h + k * (3 * arch.moe_intermediate_size // tp + h) + 3 * arch.shared_expert_intermediate_size // tp
+    )
+    return max(moe, dense if arch.num_dense_layers else 0)

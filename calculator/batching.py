@@ -8,8 +8,9 @@ verl facts used (0.9.1):
 - Fixed micro-batches: ``*_micro_batch_size_per_gpu`` sequences; with ``use_remove_padding`` the
   tokens are the real (packed) ones, otherwise every sequence is padded to prompt + response max.
 - Dynamic batch (``use_dynamic_bsz``): ``verl/utils/seqlen_balancing.py`` ``rearrange_micro_batches``
-  takes ``ceil(tokens_on_rank / (budget x sp))`` micro-batches and balances sequences across them,
-  so each holds about ``tokens_on_rank / count`` tokens (never less than one whole sequence).
+  takes ``min(num_seqs, ceil(tokens_on_rank / (budget x sp)))`` micro-batches and balances sequences
+  across them, so each holds about ``tokens_on_rank / count`` tokens (never less than one whole
+  sequence). The worst case is a micro-batch filled to the budget (or one longest sequence).
 - Ulysses SP splits each micro-batch's tokens over ``sp`` GPUs.
 """
 
@@ -93,8 +94,10 @@ def pass_batch(
         count = min(count, seqs_per_rank) if seqs_per_rank else 1
         per_micro = max(real_len, ceil_div(tokens_on_rank, count)) if seqs_per_rank else 0
         if worst:
-            # A micro-batch can never split a sequence: at worst it holds the longest one whole.
-            per_micro = max(per_micro, s.data.max_prompt_length + s.data.max_response_length)
+            # Upper bound: verl raises the micro-batch count until every balanced partition fits the budget,
+            # so a micro-batch can hold up to the budget, and never less than one whole longest sequence.
+            max_len = s.data.max_prompt_length + s.data.max_response_length
+            per_micro = max(max_len, min(budget, seqs_per_rank * max_len))
         desc = (
             f"dynamic batch: {seqs_per_rank} seqs x {real_len} tok on a DP rank = {tokens_on_rank} tok, "
             f"split into ceil({tokens_on_rank} / ({max_token_len_per_gpu} x sp {sp})) = {count} micro-batches"

@@ -125,15 +125,18 @@ def engine_budget(
     budget = int(total_bytes * util)
     f: dict[str, str] = {}
     if settings.engine == "sglang":
-        # SGLang: static pool (weights + KV) = free_before_load x mem_fraction_static - ...; memory held by
-        # the trainer at start shrinks it one for one. Activations and graphs live outside the fraction.
-        kv = budget - weights - trainer_resident_bytes
+        # SGLang (model_runner.py): rest = free_after_load - free_before_load x (1 - f), i.e.
+        # KV = free_before_load x f - weights, where free_before_load = total - memory already held on the
+        # GPU (the colocated trainer's state, CUDA contexts, NCCL). Activations and CUDA graphs must live in
+        # the remaining (1 - f) share.
+        free_before = max(0, total_bytes - trainer_resident_bytes)
+        budget = int(free_before * util)
+        kv = budget - weights
         f["kv_cache"] = (
-            f"SGLang: total {total_bytes / GIB_BYTES:.2f} GiB x mem_fraction_static {util} - weights "
-            f"{weights / GIB_BYTES:.2f} GiB - trainer resident {trainer_resident_bytes / GIB_BYTES:.2f} GiB"
+            f"SGLang: (total {total_bytes / GIB_BYTES:.2f} GiB - held by others {trainer_resident_bytes / GIB_BYTES:.2f} GiB)"
+            f" x mem_fraction_static {util} - weights {weights / GIB_BYTES:.2f} GiB"
         )
-        act = 0
-        non_torch = 0
+        non_torch = 0  # outside the fraction; activations (act) and graphs are also outside it but still allocated
         graphs_in_budget = 0
     else:
         graphs_in_budget = graphs

@@ -224,6 +224,7 @@ class CriticSection(_Frozen):
     ppo_epochs: int | None = Field(default=None, ge=1)
     ulysses_sequence_parallel_size: int = Field(default=1, ge=1)
     enable_gradient_checkpointing: bool = Field(default=True)
+    lora_rank: int = Field(default=0, ge=0, le=4096, description="verl critic.model.lora_rank: LoRA on the critic.")
     fsdp: FsdpSection = FsdpSection()
     megatron: MegatronSection = MegatronSection()
 

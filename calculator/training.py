@@ -75,7 +75,7 @@ def fsdp_state(s: Scenario, role: RoleModel, fsdp: FsdpSection, strategy: str, t
     n = shard_size(fsdp, g)
     mb = dtype_bytes(fsdp.model_dtype)
     p = role.num_params
-    lora = s.model.lora_rank if role.name in ("actor", "ref") else 0
+    lora = {"actor": s.model.lora_rank, "ref": s.model.lora_rank, "critic": s.critic.lora_rank}.get(role.name, 0)
     if not trained:
         # Forward-only engine: FSDP CPU offload is forced (ref) -> nothing resident.
         params = StatePart(0, f"forward-only FSDP engine forced to CPU offload: 0 resident ({p:,} params on CPU)")
@@ -83,7 +83,7 @@ def fsdp_state(s: Scenario, role: RoleModel, fsdp: FsdpSection, strategy: str, t
         opt = StatePart(0, "no optimizer (forward only)")
     elif lora:
         adapters = lora_params(role.arch, lora, s.model.target_modules)
-        if s.model.use_dora:
+        if s.model.use_dora and role.name == "actor":
             adapters += dora_magnitude_params(role.arch, s.model.target_modules)
         params = StatePart(
             (p + adapters) * mb // n,

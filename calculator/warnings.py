@@ -97,6 +97,11 @@ def collect_warnings(
             f"fits at the mean lengths but not when every sequence is at max length ({peak.worst_case_gib_per_gpu:.1f} GiB in "
             f"{peak.worst_case_phase}): long-tail batches can OOM."
         )
+    if s.rollout.name == "sglang" and not s.rollout.free_cache_engine and s.actor.fsdp_config.param_offload:
+        out.append(
+            "SGLang sizes its KV pool from the memory free at start (params offloaded); with free_cache_engine=false the"
+            " pool stays while the actor's params come back for log-prob/update: those phases grow by the params."
+        )
     # 7. Things modelled approximately.
     if s.model.use_dora:
         out.append(

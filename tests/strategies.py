@@ -1,0 +1,73 @@
+"""Hypothesis strategies for valid scenarios, shared by the property tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from calculator.scenario import Scenario
+
+MODELS = ["qwen2.5-0.5b", "qwen2.5-7b", "llama3.1-8b", "qwen3-8b", "qwen3-30b-a3b", "mistral-7b-v0.1", "gemma-2-2b"]
+GPUS = ["h100-80gb", "a100-80gb", "a100-40gb", "h200-141gb", "l40s-48gb"]
+
+
+@st.composite
+def scenario_dicts(draw) -> dict[str, Any]:
+    num_gpus = draw(st.sampled_from([1, 2, 4, 8, 16, 32]))
+    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if num_gpus % t == 0]))
+    dyn = draw(st.booleans())
+    max_prompt = draw(st.sampled_from([256, 512, 1024, 2048]))
+    max_resp = draw(st.sampled_from([256, 512, 1024, 4096]))
+    strategy = draw(st.sampled_from(["fsdp", "fsdp2"]))
+    d: dict[str, Any] = {
+        "hardware": {"gpu": draw(st.sampled_from(GPUS)), "num_gpus": num_gpus, "gpus_per_node": 8},
+        "model": {
+            "path": draw(st.sampled_from(MODELS)),
+            "enable_gradient_checkpointing": draw(st.booleans()),
+            "enable_activation_offload": draw(st.booleans()),
+            "use_fused_kernels": draw(st.booleans()),
+            "lora_rank": draw(st.sampled_from([0, 0, 8, 64])),
+        },
+        "algorithm": {
+            "adv_estimator": draw(st.sampled_from(["gae", "grpo", "rloo", "reinforce_plus_plus", "remax"])),
+            "use_kl_in_reward": draw(st.booleans()),
+        },
+        "data": {
+            "train_batch_size": draw(st.sampled_from([8, 64, 256, 1024])),
+            "max_prompt_length": max_prompt,
+            "max_response_length": max_resp,
+            "mean_prompt_length": draw(st.integers(1, max_prompt)),
+            "mean_response_length": draw(st.integers(1, max_resp)),
+        },
+        "actor": {
+            "strategy": strategy,
+            "ppo_mini_batch_size": draw(st.sampled_from([4, 16, 64])),
+            "ppo_micro_batch_size_per_gpu": draw(st.sampled_from([1, 2, 8, 16])),
+            "use_dynamic_bsz": dyn,
+            "ppo_max_token_len_per_gpu": draw(st.sampled_from([4096, 8192, 16384, 32768])),
+            "use_kl_loss": draw(st.booleans()),
+            "entropy_coeff": draw(st.sampled_from([0.0, 0.001])),
+            "entropy_from_logits_with_chunking": draw(st.booleans()),
+            "fsdp_config": {
+                "param_offload": draw(st.booleans()),
+                "optimizer_offload": draw(st.booleans()),
+                "offload_policy": strategy == "fsdp2" and draw(st.booleans()),
+            },
+        },
+        "rollout": {
+            "n": draw(st.sampled_from([1, 4, 8, 16])),
+            "tensor_model_parallel_size": tp,
+            "gpu_memory_utilization": draw(st.sampled_from([0.3, 0.5, 0.6, 0.8])),
+            "free_cache_engine": draw(st.booleans()),
+            "enforce_eager": draw(st.booleans()),
+            "temperature": draw(st.sampled_from([1.0, 0.7])),
+            "name": draw(st.sampled_from(["vllm", "vllm", "sglang"])),
+        },
+        "critic": {"fsdp": {"param_offload": draw(st.booleans()), "optimizer_offload": draw(st.booleans())}},
+    }
+    return d
+
+
+def scenarios():
+    return scenario_dicts().map(lambda d: Scenario(**d))

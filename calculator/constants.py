@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class OverheadConfig(BaseModel):
     """Memory that no tensor formula covers: contexts, communication buffers, engine reserves."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     cuda_context_gib: float = Field(
         default=0.5,
@@ -74,7 +74,7 @@ class OverheadConfig(BaseModel):
 class EfficiencyConfig(BaseModel):
     """Fractions of datasheet peaks that real kernels reach (throughput model)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     train_mfu: float = Field(
         default=0.35,
@@ -111,4 +111,20 @@ class EfficiencyConfig(BaseModel):
     )
     network_efficiency: float = Field(
         default=0.7, gt=0, le=1, description="Achieved bus bandwidth of NCCL collectives across nodes (IB/RoCE)."
+    )
+    tp_allreduce_latency_us: float = Field(
+        default=8.0,
+        gt=0,
+        le=1000,
+        description="Fixed cost of one small tensor-parallel all-reduce in a vLLM decode step (custom all-reduce, "
+        "one-shot kernel inside a CUDA graph). H100 benchmarks: ~7 us for 0.5 MiB at TP 2 (vLLM PR #24111, "
+        "ca_1stage), 8.5-11.8 us for <= 32 KiB at TP 2-8 (SGLang PR #2904, vLLM kernel); decode runs two per layer.",
+    )
+    cpu_adam_params_per_s: float = Field(
+        default=1.0e9,
+        gt=0,
+        description="ESTIMATE: parameters per second that torch's AdamW updates on the host CPUs of one node "
+        "(FSDP2 offload_policy runs the optimizer step on CPU tensors). ZeRO-Offload (Ren et al. 2021, "
+        "arXiv:2101.06840) measured PyTorch's CPU Adam at roughly a second per billion parameters on a "
+        "2-socket Xeon host and its own vectorised CPU-Adam ~6x faster; treat as +-2x and measure your host.",
     )

@@ -52,7 +52,12 @@ GROUP_ESTIMATORS = (
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+
+
+# An upper bound on every count and token length that no real run reaches: absurd input (1e30) is a
+# validation error naming the field, not an overflow somewhere in the arithmetic.
+MAX_COUNT = 1 << 30
 
 
 class ModelSection(_Frozen):
@@ -79,7 +84,7 @@ class ModelSection(_Frozen):
         default=False, description="Fused LM head + log-prob/entropy in 512-token chunks: full logits never exist."
     )
     lora_rank: int = Field(default=0, ge=0, le=4096, description="LoRA rank; 0 = full fine-tuning.")
-    lora_alpha: int = Field(default=16, ge=1, description="LoRA alpha (no effect on memory).")
+    lora_alpha: int = Field(default=16, ge=1, le=MAX_COUNT, description="LoRA alpha (no effect on memory).")
     target_modules: Literal["all-linear", "attention", "mlp"] = Field(
         default="all-linear", description="Which linear layers get adapters."
     )
@@ -120,12 +125,14 @@ class FsdpSection(_Frozen):
 class MegatronSection(_Frozen):
     """``*.megatron`` (selected with ``model_engine=megatron`` / strategy megatron)."""
 
-    tensor_model_parallel_size: int = Field(default=1, ge=1, description="Megatron TP.")
-    pipeline_model_parallel_size: int = Field(default=1, ge=1, description="Megatron PP.")
-    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1)
-    context_parallel_size: int = Field(default=1, ge=1, description="Megatron CP (splits sequence).")
-    expert_model_parallel_size: int = Field(default=1, ge=1, description="Megatron EP (experts split).")
-    expert_tensor_parallel_size: int | None = Field(default=None, ge=1, description="TP inside experts; null = TP.")
+    tensor_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron TP.")
+    pipeline_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron PP.")
+    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    context_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron CP (splits sequence).")
+    expert_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron EP (experts split).")
+    expert_tensor_parallel_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="TP inside experts; null = TP."
+    )
     sequence_parallel: bool = Field(default=True, description="Split LayerNorm/dropout activations over TP.")
     use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
     param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
@@ -143,15 +150,22 @@ class ActorSection(_Frozen):
     """``actor_rollout_ref.actor``."""
 
     strategy: Literal["fsdp", "fsdp2", "megatron"] = Field(default="fsdp", description="Training backend.")
-    ppo_mini_batch_size: int = Field(default=256, ge=1, description="Prompts per optimizer step (x n sequences).")
+    ppo_mini_batch_size: int = Field(
+        default=256, ge=1, le=MAX_COUNT, description="Prompts per optimizer step (x n sequences)."
+    )
     ppo_micro_batch_size_per_gpu: int | None = Field(
-        default=None, ge=1, description="Sequences per forward/backward per GPU; required without dynamic batch."
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Sequences per forward/backward per GPU; required without dynamic batch.",
     )
     use_dynamic_bsz: bool = Field(default=False, description="Pack micro-batches by a token budget instead of a count.")
-    ppo_max_token_len_per_gpu: int = Field(default=16384, ge=1, description="Token budget per micro-batch per GPU.")
-    ppo_epochs: int = Field(default=1, ge=1, description="Passes over the batch per step.")
+    ppo_max_token_len_per_gpu: int = Field(
+        default=16384, ge=1, le=MAX_COUNT, description="Token budget per micro-batch per GPU."
+    )
+    ppo_epochs: int = Field(default=1, ge=1, le=MAX_COUNT, description="Passes over the batch per step.")
     ulysses_sequence_parallel_size: int = Field(
-        default=1, ge=1, description="Ulysses SP: splits tokens over this many GPUs."
+        default=1, ge=1, le=MAX_COUNT, description="Ulysses SP: splits tokens over this many GPUs."
     )
     use_kl_loss: bool = Field(default=False, description="KL loss against the reference policy (needs a ref).")
     kl_loss_coef: float = Field(default=0.001, ge=0)
@@ -170,10 +184,12 @@ class ActorSection(_Frozen):
 class RefSection(_Frozen):
     """``actor_rollout_ref.ref``."""
 
-    log_prob_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1)
+    log_prob_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     log_prob_use_dynamic_bsz: bool | None = Field(default=None, description="null = actor.use_dynamic_bsz.")
-    log_prob_max_token_len_per_gpu: int | None = Field(default=None, ge=1, description="null = actor token budget.")
-    ulysses_sequence_parallel_size: int | None = Field(default=None, ge=1)
+    log_prob_max_token_len_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="null = actor token budget."
+    )
+    ulysses_sequence_parallel_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     fsdp_config: FsdpSection = FsdpSection()
     megatron_param_offload: bool | None = Field(default=None, description="Megatron ref offload; null = actor's.")
 
@@ -190,23 +206,31 @@ class RolloutSection(_Frozen):
         description="vLLM: share of TOTAL GPU memory for the whole engine (weights + activations + KV). "
         "SGLang: mem_fraction_static.",
     )
-    tensor_model_parallel_size: int = Field(default=2, ge=1, description="GPUs per rollout replica.")
-    data_parallel_size: int = Field(default=1, ge=1)
-    expert_parallel_size: int = Field(default=1, ge=1)
+    tensor_model_parallel_size: int = Field(default=2, ge=1, le=MAX_COUNT, description="GPUs per rollout replica.")
+    data_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
+    expert_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
     dtype: Literal["bfloat16", "float16"] = Field(default="bfloat16")
     quantization: Literal["none", "fp8"] = Field(default="none", description="Rollout weight quantization.")
     kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="auto = model dtype (2 B).")
-    max_num_batched_tokens: int = Field(default=8192, ge=1, description="Tokens per engine step (profiled peak).")
-    max_num_seqs: int = Field(default=256, ge=1, description="Max concurrent sequences per replica.")
-    max_model_len: int | None = Field(default=None, ge=1, description="null = model max_position_embeddings.")
+    max_num_batched_tokens: int = Field(
+        default=8192, ge=1, le=MAX_COUNT, description="Tokens per engine step (profiled peak)."
+    )
+    max_num_seqs: int = Field(default=256, ge=1, le=MAX_COUNT, description="Max concurrent sequences per replica.")
+    max_model_len: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="null = model max_position_embeddings."
+    )
     enable_chunked_prefill: bool = Field(default=True)
     enforce_eager: bool = Field(default=False, description="True disables CUDA graphs (no graph pool).")
     free_cache_engine: bool = Field(default=True, description="Sleep the engine after generation (free weights+KV).")
     temperature: float = Field(default=1.0, ge=0, description="!= 1 adds a logits-sized copy in the trainer.")
-    log_prob_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, description="old_log_prob micro-batch.")
+    log_prob_micro_batch_size_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="old_log_prob micro-batch."
+    )
     log_prob_use_dynamic_bsz: bool | None = Field(default=None)
-    log_prob_max_token_len_per_gpu: int | None = Field(default=None, ge=1)
-    update_weights_bucket_megabytes: int = Field(default=2048, ge=1, description="Weight-sync GPU bucket (MiB).")
+    log_prob_max_token_len_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    update_weights_bucket_megabytes: int = Field(
+        default=2048, ge=1, le=MAX_COUNT, description="Weight-sync GPU bucket (MiB)."
+    )
 
 
 class CriticSection(_Frozen):
@@ -215,14 +239,14 @@ class CriticSection(_Frozen):
     enable: bool | None = Field(default=None, description="null = on iff adv_estimator is gae.")
     model_path: str | None = Field(default=None, description="Model preset id; null = same as the actor.")
     strategy: Literal["fsdp", "fsdp2", "megatron"] | None = Field(default=None, description="null = actor's.")
-    ppo_mini_batch_size: int | None = Field(default=None, ge=1)
-    ppo_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1)
-    forward_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1)
+    ppo_mini_batch_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ppo_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    forward_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     use_dynamic_bsz: bool | None = Field(default=None)
-    ppo_max_token_len_per_gpu: int = Field(default=32768, ge=1)
-    forward_max_token_len_per_gpu: int | None = Field(default=None, ge=1)
-    ppo_epochs: int | None = Field(default=None, ge=1)
-    ulysses_sequence_parallel_size: int = Field(default=1, ge=1)
+    ppo_max_token_len_per_gpu: int = Field(default=32768, ge=1, le=MAX_COUNT)
+    forward_max_token_len_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ppo_epochs: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ulysses_sequence_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
     enable_gradient_checkpointing: bool = Field(default=True)
     lora_rank: int = Field(default=0, ge=0, le=4096, description="verl critic.model.lora_rank: LoRA on the critic.")
     fsdp: FsdpSection = FsdpSection()
@@ -231,11 +255,11 @@ class CriticSection(_Frozen):
 
 class RewardRolloutSection(_Frozen):
     gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
-    tensor_model_parallel_size: int = Field(default=2, ge=1)
+    tensor_model_parallel_size: int = Field(default=2, ge=1, le=MAX_COUNT)
     enforce_eager: bool = Field(default=True)
     free_cache_engine: bool = Field(default=True)
-    max_num_seqs: int = Field(default=1024, ge=1)
-    max_num_batched_tokens: int = Field(default=8192, ge=1)
+    max_num_seqs: int = Field(default=1024, ge=1, le=MAX_COUNT)
+    max_num_batched_tokens: int = Field(default=8192, ge=1, le=MAX_COUNT)
 
 
 class RewardModelSection(_Frozen):
@@ -250,17 +274,20 @@ class RewardModelSection(_Frozen):
 class DataSection(_Frozen):
     """``data`` plus rlplan's expected lengths."""
 
-    train_batch_size: int = Field(default=1024, ge=1, description="Prompts per step.")
+    train_batch_size: int = Field(default=1024, ge=1, le=MAX_COUNT, description="Prompts per step.")
     gen_batch_size: int | None = Field(
-        default=None, ge=1, description="Prompts generated per step (DAPO dynamic sampling); null = train_batch_size."
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Prompts generated per step (DAPO dynamic sampling); null = train_batch_size.",
     )
-    max_prompt_length: int = Field(default=512, ge=1)
-    max_response_length: int = Field(default=512, ge=1)
+    max_prompt_length: int = Field(default=512, ge=1, le=MAX_COUNT)
+    max_response_length: int = Field(default=512, ge=1, le=MAX_COUNT)
     mean_prompt_length: int | None = Field(
-        default=None, ge=1, description="rlplan: expected prompt tokens; null = max_prompt_length."
+        default=None, ge=1, le=MAX_COUNT, description="rlplan: expected prompt tokens; null = max_prompt_length."
     )
     mean_response_length: int | None = Field(
-        default=None, ge=1, description="rlplan: expected response tokens; null = max_response_length."
+        default=None, ge=1, le=MAX_COUNT, description="rlplan: expected response tokens; null = max_response_length."
     )
 
     @model_validator(mode="after")

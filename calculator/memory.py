@@ -303,23 +303,42 @@ def _logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, t
         )
     )
     if entropy:
-        chunking = s.actor.entropy_from_logits_with_chunking
-        if training:
-            saved = 0 if s.actor.entropy_checkpointing else tokens * v * 4
-            work = min(tokens, ENTROPY_CHUNK_TOKENS) if chunking else tokens
-            b = saved + work * v * 4
-            f = (
-                f"fp32 softmax saved for backward {tokens} x {v} x 4 B"
-                if saved
-                else "entropy_checkpointing: nothing saved"
-            )
-            f += f" + backward/recompute working {work} x {v} x 4 B"
-        else:
-            work = min(tokens, ENTROPY_CHUNK_TOKENS) if chunking else tokens
-            b = work * v * 4
-            f = f"entropy_from_logits{'_with_chunking' if chunking else ''}: {work} tokens x vocab {v} x 4 B (fp32 softmax)"
+        b, f = _entropy_bytes(s, tokens, v, training)
         out.append(Component(name=f"{role}_entropy", role=role, bytes=b, formula=f))
     return out
+
+
+def _entropy_bytes(s: Scenario, tokens: int, v: int, training: bool) -> tuple[int, str]:
+    """Vocab-sized tensors of verl's entropy (``verl/utils/torch_functional.py`` ``entropy_from_logits``:
+    ``softmax(logits)``, ``logsumexp(logits) - sum(pd * logits)``), as the FSDP engine calls it
+    (``workers/engine/fsdp/transformer_impl.py``):
+
+    - ``use_torch_compile`` (default): the function is ``torch.compile``d; inductor fuses the softmax into the
+      two row reductions, so the forward holds no T x V buffer. In training the backward still produces the
+      entropy's gradient w.r.t. the logits: a bf16 T x V tensor.
+    - eager: ``pd`` (T x V, logits dtype) and ``pd * logits`` (T x V) coexist: 4 B per logit (the 13.91 GiB
+      allocation in verl issue #2828, legacy dp_actor without compile, is this product). In training ``pd`` is
+      saved for backward (2 B) and the backward needs two more T x V bf16 tensors; ``entropy_checkpointing``
+      drops the saved one.
+    - ``entropy_from_logits_with_chunking`` (eager): 2048-token chunks upcast to fp32: chunk x V x 4 B x 3
+      (the fp32 copy, its softmax and the product).
+    """
+    a = s.actor
+    chunk = min(tokens, ENTROPY_CHUNK_TOKENS)
+    if a.use_torch_compile:
+        if not training:
+            return 0, "torch.compile'd entropy: softmax fused into the reductions, no vocab-sized buffer"
+        return tokens * v * 2, f"backward of the compiled entropy: gradient {tokens} x vocab {v} x 2 B"
+    if a.entropy_from_logits_with_chunking:
+        work, f = chunk * v * 12, f"chunked entropy: {chunk} tokens x vocab {v} x 4 B x 3 (fp32 copy, softmax, product)"
+    else:
+        work, f = tokens * v * 4, f"eager entropy: softmax + product, {tokens} tokens x vocab {v} x 2 B x 2"
+    if not training:
+        return work, f
+    saved = 0 if a.entropy_checkpointing else tokens * v * 2
+    grad = tokens * v * 4
+    text = f"saved softmax {tokens} x {v} x 2 B + " if saved else "entropy_checkpointing: recomputed, "
+    return saved + max(work, grad), text + f"backward working max({f}; gradient {tokens} x {v} x 4 B)"
 
 
 def _training_activations(

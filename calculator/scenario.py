@@ -175,6 +175,11 @@ class ActorSection(_Frozen):
     entropy_checkpointing: bool = Field(
         default=False, description="Recompute entropy in backward instead of saving it."
     )
+    use_torch_compile: bool = Field(
+        default=True,
+        description="torch.compile the entropy function (verl default): inductor fuses the softmax into its "
+        "reductions, so no vocab-sized buffer is materialised.",
+    )
     clip_ratio_high: float = Field(default=0.2, ge=0, description="Clip-higher (DAPO); no effect on memory.")
     optim: OptimSection = OptimSection()
     fsdp_config: FsdpSection = FsdpSection()

@@ -9,7 +9,8 @@ from calculator.scenario import GROUP_ESTIMATORS, Scenario
 from calculator.units import GIB_BYTES
 
 NEAR_LIMIT_FRACTION = 0.95  # a phase within 5% of the usable memory
-LOGITS_DOMINANT_FRACTION = 0.25  # logits + entropy above this share of the peak phase
+LOGITS_DOMINANT_FRACTION = 0.25  # logits + entropy above this share of a phase...
+TIGHT_FRACTION = 0.8  # ...that uses more than this share of the usable memory
 KV_LIMITED_FRACTION = 2  # warn when KV-limited concurrency is below half of what the engine would run
 
 
@@ -74,14 +75,17 @@ def collect_warnings(
                 f"{name} ({budget} tokens incl. SP) is below the longest sequence ({max_seq} = max prompt + max response):"
                 " verl fails with 'max_token_len must be greater than the sequence length'."
             )
-    # 5. Logits/entropy dominating.
-    top = max(expected, key=lambda p: p.total_bytes)
-    le = sum(c.bytes for c in top.components if c.name.endswith(("_logits", "_entropy")))
-    if top.total_bytes and le > LOGITS_DOMINANT_FRACTION * top.total_bytes and not s.model.use_fused_kernels:
-        out.append(
-            f"logits and entropy take {_g(le)} ({le / top.total_bytes:.0%}) of the peak phase {top.name}: "
-            "set model.use_fused_kernels=true, actor.entropy_from_logits_with_chunking=true, or smaller micro-batches / token budgets."
-        )
+    # 5. Logits/entropy dominating a phase that is tight or over the limit.
+    for p in expected:
+        le = sum(c.bytes for c in p.components if c.name.endswith(("_logits", "_entropy")))
+        tight = p.total_bytes > TIGHT_FRACTION * usable
+        if tight and le > LOGITS_DOMINANT_FRACTION * p.total_bytes and not s.model.use_fused_kernels:
+            out.append(
+                f"logits and entropy take {_g(le)} ({le / p.total_bytes:.0%}) of phase {p.name}: set "
+                "model.use_fused_kernels=true, actor.entropy_from_logits_with_chunking=true, or smaller "
+                "micro-batches / token budgets."
+            )
+            break
     # 6. Fit and near-limit.
     for p in expected:
         if p.total_bytes > usable:

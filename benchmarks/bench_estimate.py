@@ -1,6 +1,6 @@
 """Benchmark: median wall time of one estimate() (issue #3 asks for < 5 ms). Prints figures; not a test.
 
-    python benchmarks/bench_estimate.py
+python benchmarks/bench_estimate.py
 """
 
 from __future__ import annotations

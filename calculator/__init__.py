@@ -6,7 +6,8 @@ it never imports them.
 
 from calculator.api import estimate, load_scenario
 from calculator.errors import InputError
+from calculator.planner import plan
 from calculator.report import Report
 from calculator.scenario import Scenario
 
-__all__ = ["InputError", "Report", "Scenario", "estimate", "load_scenario"]
+__all__ = ["InputError", "Report", "Scenario", "estimate", "load_scenario", "plan"]

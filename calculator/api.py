@@ -31,6 +31,7 @@ from calculator.report import (
 )
 from calculator.rollout import BLOCK_SIZE_TOKENS
 from calculator.scenario import Scenario
+from calculator.throughput import step_time
 from calculator.units import GIB_BYTES, ceil_div
 from calculator.warnings import collect_warnings
 
@@ -194,10 +195,9 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         per_seq_blocks = ceil_div(max(seq_len, 1), BLOCK_SIZE_TOKENS)
         return min(s.rollout.max_num_seqs, blocks // per_seq_blocks)
 
-    startup_used = ctx.startup_trainer_bytes + memory._runtime_bytes(s, 2)
-    startup_free = usable - startup_used
+    startup_free = memory.startup_free_bytes(ctx)
     required = int(usable * s.rollout.gpu_memory_utilization)
-    starts = rb.kv_cache_bytes > 0 and (s.rollout.name == "sglang" or startup_free >= required)
+    starts = memory.engine_starts(ctx)
     rollout = RolloutOut(
         engine=s.rollout.name,
         num_replicas=batching.rollout_replicas(s),
@@ -228,8 +228,11 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         trainer_peak_allocated_gib=trainer_peak / GIB_BYTES,
         usable_memory_gib=gpu.usable_memory_gib,
     )
-    time = None
+    time = step_time(s, ctx) if with_time else None
     warnings = list(extra_warnings or []) + collect_warnings(s, ctx, expected, worst, rollout, peak_out)
+    from calculator.verl_checks import check_config
+
+    warnings += [f"verl: {p.message}" for p in check_config(s)]
     return Report(
         model=ModelInfo(
             name=model_name(s),

@@ -22,6 +22,7 @@ Left out: vision towers of multimodal checkpoints (only the text model is read),
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -163,6 +164,9 @@ class Architecture(BaseModel):
         mlp = self.moe_mlp_params(active_only) if is_moe else self.dense_mlp_params()
         return self.attention_params() + mlp + norms
 
+    # Counts below are memoised per (equal, frozen) instance: estimate() asks for them many times and
+    # the planner runs estimate() hundreds of times per table. lru_cache keys on the hashable frozen model.
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - bounded; frozen instances
     def max_layer_params(self) -> int:
         """Largest decoder layer: the FSDP wrap unit that is all-gathered at once."""
         return max(self.layer_params(i) for i in range(self.num_layers))
@@ -173,10 +177,12 @@ class Architecture(BaseModel):
     def lm_head_params(self) -> int:
         return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
 
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - bounded; frozen instances
     def total_params(self) -> int:
         layers = sum(self.layer_params(i) for i in range(self.num_layers))
         return layers + self.embedding_params() + self.hidden_size + self.lm_head_params()
 
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - bounded; frozen instances
     def active_params(self) -> int:
         """Parameters touched per token: all but the routed experts not chosen (MoE)."""
         layers = sum(self.layer_params(i, active_only=True) for i in range(self.num_layers))

@@ -155,8 +155,22 @@ def ref_log_prob_batch(s: Scenario, worst: bool) -> PassBatch:
     )
 
 
+# verl 0.9.1's V1 trainer builds the critic engine with EngineConfig.use_dynamic_bsz = True and only
+# critic.ppo_infer_max_token_len_per_gpu (dataclass default 32768) as its budget; the critic's micro-batch and
+# ppo_max_token_len settings are validated but unused (verl/trainer/ppo/v1/trainer_base.py _setup).
+CRITIC_V1_TOKEN_BUDGET = 32768
+
+
+def critic_v1(s: Scenario) -> bool:
+    from calculator.versions import behaviour
+
+    return behaviour(s.verl_version).critic_always_dynamic
+
+
 def critic_dynamic(s: Scenario) -> bool:
     c = s.critic
+    if critic_v1(s):
+        return True
     return s.actor.use_dynamic_bsz if c.use_dynamic_bsz is None else c.use_dynamic_bsz
 
 
@@ -168,7 +182,7 @@ def critic_update_batch(s: Scenario, worst: bool) -> PassBatch:
         num_sequences=min(mini, s.data.train_batch_size) * s.rollout.n,
         micro_batch_size_per_gpu=c.ppo_micro_batch_size_per_gpu or s.actor.ppo_micro_batch_size_per_gpu,
         use_dynamic_bsz=critic_dynamic(s),
-        max_token_len_per_gpu=c.ppo_max_token_len_per_gpu,
+        max_token_len_per_gpu=CRITIC_V1_TOKEN_BUDGET if critic_v1(s) else c.ppo_max_token_len_per_gpu,
         sp=c.ulysses_sequence_parallel_size,
         worst=worst,
     )
@@ -183,7 +197,9 @@ def critic_values_batch(s: Scenario, worst: bool) -> PassBatch:
         or c.ppo_micro_batch_size_per_gpu
         or s.actor.ppo_micro_batch_size_per_gpu,
         use_dynamic_bsz=critic_dynamic(s),
-        max_token_len_per_gpu=c.forward_max_token_len_per_gpu or c.ppo_max_token_len_per_gpu,
+        max_token_len_per_gpu=CRITIC_V1_TOKEN_BUDGET
+        if critic_v1(s)
+        else (c.forward_max_token_len_per_gpu or c.ppo_max_token_len_per_gpu),
         sp=c.ulysses_sequence_parallel_size,
         worst=worst,
     )

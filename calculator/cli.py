@@ -35,6 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m calculator", description="rlplan: GPU memory and time for verl RL runs")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_scenario_options(sub.add_parser("estimate", help="memory per phase, peak, rollout capacity"))
+    ep = sub.add_parser("export", help="the verl launch settings of a scenario (DESIGN.md 6.4)")
+    _add_scenario_options(ep)
+    ep.add_argument(
+        "--format",
+        choices=["command", "overrides", "yaml"],
+        default="command",
+        help="command: a launch command with '# rlplan:' lines (default); overrides: key=value lines, verl keys "
+        "only; yaml: a nested verl config fragment",
+    )
+    from calculator.plan_cli import add_plan_parsers
+
+    add_plan_parsers(sub, _add_scenario_options)
     pp = sub.add_parser("presets", help="list model, GPU or scenario presets")
     pp.add_argument("kind", nargs="?", choices=["models", "gpus", "scenarios"], default="models")
     pp.add_argument("--json", action="store_true")
@@ -144,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "presets":
             print(_presets(args.kind, args.json))
             return 0
+        if args.command == "export":
+            from calculator.verl import export_main
+
+            return export_main(args, scenario_from_args)
+        if args.command in ("plan", "advise"):
+            from calculator.plan_cli import plan_main
+
+            return plan_main(args, scenario_from_args)
         scenario, notes = scenario_from_args(args)
         report = estimate(scenario, extra_warnings=notes)
         if args.json:

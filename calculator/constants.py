@@ -123,6 +123,7 @@ class EfficiencyConfig(BaseModel):
     cpu_adam_params_per_s: float = Field(
         default=1.0e9,
         gt=0,
+        le=1e13,
         description="ESTIMATE: parameters per second that torch's AdamW updates on the host CPUs of one node "
         "(FSDP2 offload_policy runs the optimizer step on CPU tensors). ZeRO-Offload (Ren et al. 2021, "
         "arXiv:2101.06840) measured PyTorch's CPU Adam at roughly a second per billion parameters on a "

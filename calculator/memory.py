@@ -37,8 +37,9 @@ from calculator.roles import (
 )
 from calculator.rollout import EngineBudget, EngineSettings, engine_budget
 from calculator.scenario import Scenario
-from calculator.training import TrainingState, fsdp_state, megatron_state, shard_size
+from calculator.training import TrainingState, fsdp_state, megatron_state
 from calculator.units import GIB_BYTES, MIB_BYTES
+from calculator.versions import behaviour
 
 PHASE_ORDER = (
     "rollout",
@@ -71,6 +72,7 @@ class Context:
     rollout: EngineBudget
     reward_engine: EngineBudget | None
     startup_trainer_bytes: int  # trainer-side memory when vLLM starts (before the first step)
+    max_model_len: int  # the engine's max_model_len: its KV cache must hold one such sequence to start
 
 
 def _gib(b: float) -> str:
@@ -153,13 +155,15 @@ def build_context(
         startup += critic_state.params.bytes
     if ref_state:
         startup += _ref_resident_bytes(s, ref_state, actor.num_params)
+    rs = rollout_settings(s, arch)
     rb = engine_budget(
         arch,
-        rollout_settings(s, arch),
+        rs,
         gpu.usable_memory_bytes,
         s.overheads,
         arch.total_params(),
-        trainer_resident_bytes=startup + _runtime_bytes(s, 2),
+        trainer_resident_bytes=startup + _runtime_bytes(s),
+        graphs_in_budget=behaviour(s.verl_version).vllm_cudagraph_in_budget,
     )
     reward_engine = None
     if reward:
@@ -180,6 +184,7 @@ def build_context(
         rb,
         reward_engine,
         startup,
+        rs.max_model_len,
     )
 
 
@@ -205,22 +210,28 @@ def _critic_params_offloaded_when_idle(s: Scenario) -> bool:
 
 
 def _ref_resident_bytes(s: Scenario, ref_state: TrainingState, num_params: int) -> int:
-    """GPU-resident reference policy. FSDP (verl >= 0.8 in rlplan's version table): forced CPU offload,
-    0. Older verl kept the ref FSDP module on GPU in bf16 (2 B/param / N) unless ref param_offload.
-    Megatron: bf16 params stay on GPU unless ref.megatron param_offload."""
+    """GPU-resident reference policy. FSDP: forced CPU offload in every modelled verl version (legacy
+    ``fsdp_workers.py`` wraps non-actor roles in ``CPUOffload(offload_params=True)`` since verl 0.2; 0.9's
+    forward-only engines likewise): 0. Megatron: bf16 params stay on GPU unless ref.megatron param_offload."""
     if s.actor.strategy == "megatron":
         off = (
             s.ref.megatron_param_offload if s.ref.megatron_param_offload is not None else s.actor.megatron.param_offload
         )
         return 0 if off else ref_state.params.bytes
-    if s.verl_version in ("0.6", "0.7") and not s.ref.fsdp_config.param_offload:
-        return num_params * 2 // shard_size(s.ref.fsdp_config, s.hardware.num_gpus)
     return 0
 
 
-def _runtime_bytes(s: Scenario, num_processes: int) -> int:
+def num_processes(s: Scenario) -> int:
+    """Processes with a CUDA context on each GPU: the trainer worker, plus the rollout server unless the
+    release runs vLLM inside the trainer process (verl <= 0.7, see calculator/versions.py)."""
+    return 1 if behaviour(s.verl_version).rollout_in_trainer_process else 2
+
+
+def _runtime_bytes(s: Scenario, processes: int | None = None) -> int:
+    """CUDA contexts and NCCL buffers present from startup (outside torch's allocator)."""
     ov = s.overheads
-    b = int(num_processes * ov.cuda_context_gib * GIB_BYTES + ov.trainer_nccl_gib * GIB_BYTES)
+    procs = num_processes(s) if processes is None else processes
+    b = int(procs * ov.cuda_context_gib * GIB_BYTES + ov.trainer_nccl_gib * GIB_BYTES)
     if s.rollout.tensor_model_parallel_size > 1:
         b += int(ov.vllm_tp_comm_gib * GIB_BYTES)
     return b
@@ -271,7 +282,7 @@ def _logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, t
     s = ctx.s
     v = ctx.actor.arch.vocab_size
     out: list[Component] = []
-    temp_copy = s.rollout.temperature != 1.0
+    temp_copy = s.rollout.temperature != 1.0 and behaviour(s.verl_version).temperature_copies_logits
     if s.model.use_fused_kernels:
         t = min(tokens, FUSED_CHUNK_TOKENS)
         out.append(
@@ -466,14 +477,14 @@ def _engine_components(eb: EngineBudget, *, awake: bool, prefix: str = "") -> li
 
 def _runtime_components(ctx: Context, transient: int) -> list[Component]:
     s, ov = ctx.s, ctx.s.overheads
-    procs = 2 + (1 if ctx.reward else 0)
+    procs = num_processes(s) + (1 if ctx.reward else 0)
+    names = "trainer, rollout" if num_processes(s) == 2 else "trainer with rollout inside"
     out = [
         Component(
             name="cuda_context",
             role="runtime",
             bytes=int(procs * ov.cuda_context_gib * GIB_BYTES),
-            formula=f"{procs} processes (trainer, rollout{', reward' if ctx.reward else ''}) x "
-            f"{ov.cuda_context_gib} GiB",
+            formula=f"{procs} processes ({names}{', reward' if ctx.reward else ''}) x {ov.cuda_context_gib} GiB",
             torch_allocated=False,
             process="none",
         )
@@ -603,7 +614,11 @@ def phase_memory(ctx: Context, phase: str, worst: bool) -> PhaseMemory:
         ent = s.actor.entropy_coeff != 0 or s.actor.calculate_entropy
         add_transient(_logits_components(ctx, "actor", b.tokens_per_gpu, entropy=ent, training=True))
     elif phase == "weight_sync":
+        # verl >= 0.8 streams through a GPU bucket shared over CUDA IPC; older releases ran vLLM in the trainer
+        # process and loaded each full tensor directly (calculator/versions.py).
         bucket = s.rollout.update_weights_bucket_megabytes * MIB_BYTES
+        if not behaviour(s.verl_version).weight_sync_bucket:
+            bucket = 0
         comps.append(
             Component(
                 name="sync_bucket",
@@ -626,6 +641,22 @@ def phase_memory(ctx: Context, phase: str, worst: bool) -> PhaseMemory:
     transient = sum(c.bytes for c in comps if c.name in transient_names)
     comps += _runtime_components(ctx, transient)
     return PhaseMemory(name=phase, components=tuple(c for c in comps if c.bytes > 0))
+
+
+def startup_free_bytes(ctx: Context) -> int:
+    """Free memory when the rollout engine starts: usable minus the trainer's model shards (no optimizer
+    state yet), CUDA contexts and NCCL buffers (verl 0.9 trainer_base._setup starts vLLM after init_model)."""
+    return ctx.gpu.usable_memory_bytes - ctx.startup_trainer_bytes - _runtime_bytes(ctx.s)
+
+
+def engine_starts(ctx: Context) -> bool:
+    """vLLM refuses to start when free memory is below util x total (vllm/v1/worker/utils.py request_memory)
+    or when its KV cache cannot hold one sequence of max_model_len (vllm/v1/core/kv_cache_utils.py
+    check_enough_kv_cache_memory). SGLang has no free-memory check (its pool shrinks instead)."""
+    s = ctx.s
+    required = int(ctx.gpu.usable_memory_bytes * s.rollout.gpu_memory_utilization)
+    enough_free = s.rollout.name == "sglang" or startup_free_bytes(ctx) >= required
+    return ctx.rollout.kv_tokens >= ctx.max_model_len and enough_free
 
 
 def active_phases(ctx: Context) -> list[str]:

@@ -120,6 +120,11 @@ class TimeOut(_Frozen):
     tokens_per_s_per_gpu: float = 0.0
     update_mfu: float = 0.0
     details: dict[str, str] = Field(default_factory=dict)
+    terms_s: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Per phase, seconds by mechanism (compute, exposed communication, PCIe, bubble, ...); "
+        "each phase's terms add up to its phases_s entry.",
+    )
 
 
 class Report(_Frozen):

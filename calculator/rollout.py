@@ -113,8 +113,11 @@ def engine_budget(
     ov: OverheadConfig,
     num_params: int,
     trainer_resident_bytes: int = 0,
+    graphs_in_budget: bool = True,
 ) -> EngineBudget:
-    """Per-GPU budget of one engine. ``trainer_resident_bytes`` matters only for SGLang (free-memory based)."""
+    """Per-GPU budget of one engine. ``trainer_resident_bytes`` matters only for SGLang (free-memory based).
+    ``graphs_in_budget``: vLLM >= 0.21 subtracts its CUDA-graph estimate inside the budget; older vLLM
+    (verl <= 0.8) captured the graphs after sizing the KV cache, on top of the budget."""
     tp = settings.tp
     weights = num_params * settings.weight_bytes_per_param // tp
     act = profile_activation_bytes(arch, settings, ov)
@@ -137,14 +140,13 @@ def engine_budget(
             f" x mem_fraction_static {util} - weights {weights / GIB_BYTES:.2f} GiB"
         )
         non_torch = 0  # outside the fraction; activations (act) and graphs are also outside it but still allocated
-        graphs_in_budget = 0
     else:
-        graphs_in_budget = graphs
-        kv = budget - weights - act - non_torch - graphs_in_budget
+        in_budget = graphs if graphs_in_budget else 0
+        kv = budget - weights - act - non_torch - in_budget
         f["kv_cache"] = (
             f"vLLM: {total_bytes / GIB_BYTES:.2f} GiB x util {util} = {budget / GIB_BYTES:.2f} GiB - weights "
             f"{weights / GIB_BYTES:.2f} - activation {act / GIB_BYTES:.2f} - non-torch {non_torch / GIB_BYTES:.2f}"
-            f" - CUDA graphs {graphs / GIB_BYTES:.2f} GiB"
+            + (f" - CUDA graphs {graphs / GIB_BYTES:.2f} GiB" if graphs_in_budget else " (CUDA graphs on top)")
         )
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
     f["rollout_weights"] = f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"

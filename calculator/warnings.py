@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from calculator import batching
 from calculator.memory import Context
 from calculator.report import PeakOut, PhaseMemory, RolloutOut
-from calculator.scenario import GROUP_ESTIMATORS, Scenario
+from calculator.scenario import Scenario
 from calculator.units import GIB_BYTES
 
 NEAR_LIMIT_FRACTION = 0.95  # a phase within 5% of the usable memory
@@ -41,10 +40,12 @@ def collect_warnings(
             f" - activations {_g(rb.activation_bytes)} - non-torch - CUDA graphs {_g(rb.cuda_graph_bytes)} <= 0. "
             "Raise gpu_memory_utilization or rollout TP."
         )
-    elif rb.kv_tokens < max_seq:
+    elif rb.kv_tokens < ctx.max_model_len:
         out.append(
-            f"KV cache holds {rb.kv_tokens} tokens per replica, less than one full-length sequence ({max_seq}); "
-            "vLLM will refuse to start. Raise gpu_memory_utilization or rollout TP, or shorten lengths."
+            f"KV cache holds {rb.kv_tokens} tokens per replica, less than one sequence of max_model_len "
+            f"{ctx.max_model_len} (rollout.max_model_len, default the model's max_position_embeddings): vLLM refuses "
+            f"to start. Set rollout.max_model_len={max_seq} (prompt + response), raise gpu_memory_utilization or "
+            "rollout TP."
         )
     # 3. Slow rollout: the KV cache (not max_num_seqs) caps concurrency far below the demand.
     conc = rollout.max_concurrent_sequences_per_replica
@@ -55,26 +56,6 @@ def collect_warnings(
             f"run at once ({rollout.sequences_per_replica} to generate per replica): rollout will be slow. "
             "More KV (higher gpu_memory_utilization, rollout TP) or shorter responses."
         )
-    # 4. Token budgets below the longest sequence (verl asserts in rearrange_micro_batches).
-    budgets = []
-    if s.actor.use_dynamic_bsz:
-        sp = s.actor.ulysses_sequence_parallel_size
-        budgets.append(("actor.ppo_max_token_len_per_gpu", s.actor.ppo_max_token_len_per_gpu * sp))
-        lp = s.rollout.log_prob_max_token_len_per_gpu or s.actor.ppo_max_token_len_per_gpu
-        budgets.append(("rollout.log_prob_max_token_len_per_gpu", lp * sp))
-    if ctx.critic and batching.critic_dynamic(s):
-        budgets.append(
-            (
-                "critic.ppo_max_token_len_per_gpu",
-                s.critic.ppo_max_token_len_per_gpu * s.critic.ulysses_sequence_parallel_size,
-            )
-        )
-    for name, budget in budgets:
-        if budget < max_seq:
-            out.append(
-                f"{name} ({budget} tokens incl. SP) is below the longest sequence ({max_seq} = max prompt + max response):"
-                " verl fails with 'max_token_len must be greater than the sequence length'."
-            )
     # 5. Logits/entropy dominating a phase that is tight or over the limit.
     for p in expected:
         le = sum(c.bytes for c in p.components if c.name.endswith(("_logits", "_entropy")))
@@ -113,10 +94,6 @@ def collect_warnings(
         )
     if s.actor.optim.optimizer == "Adafactor":
         out.append("Adafactor: factored second moments are counted as ~0 B/param (rows + columns only).")
-    if s.rollout.n == 1 and s.algorithm.adv_estimator in GROUP_ESTIMATORS:
-        out.append(
-            f"{s.algorithm.adv_estimator} with rollout.n=1: every group has one response, so all advantages are 0."
-        )
     if s.reward_model.enable and s.reward_model.enable_resource_pool:
         out.append("reward model on its own resource pool: its GPUs are not modelled here.")
     return out

@@ -1,0 +1,60 @@
+"""rlplan dashboard: a table of contents (st.navigation); every page lives in ui/pages/.
+
+Run:  streamlit run app.py
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import keys, state
+from ui.i18n import LANG_NAMES, LANGS, tr
+
+st.set_page_config(
+    page_title="rlplan", page_icon=":material/calculate:", layout="wide", initial_sidebar_state="expanded"
+)
+state.init_session()
+L = state.lang()
+
+pages = [
+    st.Page(
+        "ui/pages/estimate.py",
+        title=tr(L, "page.estimate"),
+        icon=":material/memory:",
+        url_path="estimate",
+        default=True,
+    ),
+    st.Page("ui/pages/compare.py", title=tr(L, "page.compare"), icon=":material/compare:", url_path="compare"),
+    st.Page("ui/pages/tradeoffs.py", title=tr(L, "page.tradeoffs"), icon=":material/balance:", url_path="tradeoffs"),
+    st.Page("ui/pages/planner.py", title=tr(L, "page.planner"), icon=":material/dns:", url_path="planner"),
+    st.Page("ui/pages/verl_io.py", title=tr(L, "page.verl"), icon=":material/terminal:", url_path="verl"),
+]
+page = st.navigation(pages, position="top")
+
+with st.sidebar:
+    st.markdown(
+        f"### :material/calculate: rlplan\n<span style='color:#607d8b;font-size:0.85rem'>{tr(L, 'app.tagline')}</span>",
+        unsafe_allow_html=True,
+    )
+    st.radio(
+        "Language / 语言",
+        LANGS,
+        format_func=LANG_NAMES.get,
+        key=keys.LANG,
+        horizontal=True,
+        label_visibility="collapsed",
+    )
+
+st.markdown(
+    """
+<style>
+  .block-container {padding-top: 3.2rem; padding-bottom: 2rem;}
+  [data-testid="stSidebar"] [data-testid="stExpander"] details summary p {font-weight: 600;}
+  [data-testid="stMetricValue"] {font-size: 1.45rem;}
+  section[data-testid="stSidebar"] {min-width: 350px;}
+</style>
+""",
+    unsafe_allow_html=True,
+)
+
+page.run()

@@ -1,0 +1,74 @@
+"""Benchmark: server-side rerun time of the dashboard after a widget change (issue #4 aims for < 300 ms).
+
+Uses Streamlit's AppTest (no browser): the time is the full script run (inputs -> scenario -> estimate ->
+figures -> elements), not the network or the browser's rendering. Prints figures; not a test.
+
+python benchmarks/bench_app.py [--repeat 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from ui import keys  # noqa: E402
+
+PAGES = {
+    "estimate": None,
+    "compare": "ui/pages/compare.py",
+}
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def bench(page: str | None, repeat: int) -> dict[str, float]:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    # The sections holding the widgets we change are open, as they are for a user changing them.
+    for name in ("batch", "optim"):
+        at.session_state[keys.section_key(name)] = True
+    first = _timed(at.run)
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    out = {"first run": first}
+    changes = {
+        "GPU count": lambda i: at.number_input(key=keys.NUM_GPUS).set_value(16 if i % 2 == 0 else 8).run(),
+        "group size n": lambda i: at.number_input(key=keys.GROUP_SIZE).set_value(8 if i % 2 == 0 else 5).run(),
+        "param offload": lambda i: at.toggle(key=keys.PARAM_OFFLOAD).set_value(i % 2 == 0).run(),
+    }
+    if page:  # the inputs live on the Estimate page; elsewhere time a plain rerun
+        changes = {"rerun": lambda i: at.run()}
+    for name, change in changes.items():
+        change(1)  # warm
+        samples = [_timed(lambda i=i, change=change: change(i)) for i in range(repeat)]
+        assert not at.exception, [e.value for e in at.exception]
+        out[f"{name}: median"] = statistics.median(samples)
+        out[f"{name}: p90"] = sorted(samples)[int(0.9 * (len(samples) - 1))]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    print(f"{'page':<10} {'measurement':<26} {'ms':>8}")
+    for name, page in PAGES.items():
+        for what, ms in bench(page, args.repeat).items():
+            print(f"{name:<10} {what:<26} {ms:8.1f}")
+    print("target: median rerun after a widget change < 300 ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Benchmark: time of one full recommended-hardware table (issue #6 budget: under 1 s on a 2-core box).
+
+    python benchmarks/bench_planner.py [SCENARIO] [--repeat N] [--check]
+
+One table = ``plan()`` over every GPU preset, every searched GPU count (up to 1024) and every searched
+setting. Prints the first call (presets loaded from YAML, caches cold) and the median of the repeats, as
+wall-clock time and as this process's CPU time (the fair figure when other jobs share the 2 cores);
+``--check`` exits 1 when the median CPU time is over the budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from calculator import load_scenario, plan  # noqa: E402
+from calculator.presets import gpu_presets  # noqa: E402
+
+BUDGET_S = 1.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scenario", nargs="?", default="qwen2.5-7b-grpo-8xh100")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--check", action="store_true", help=f"exit 1 when the median exceeds {BUDGET_S} s")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    s = load_scenario(args.scenario)
+    p = plan(s)
+    cold = time.perf_counter() - t0
+    times, cpu = [], []
+    for _ in range(args.repeat):
+        t, c = time.perf_counter(), time.process_time()
+        p = plan(s)
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    median = statistics.median(times)
+    cpu_median = statistics.median(cpu)
+    fits = sum(r.min_gpus is not None for r in p.rows)
+    print(
+        f"plan({args.scenario}): {len(gpu_presets())} GPU types, {p.num_estimates} estimates, {fits} with a fit, "
+        f"step times {'on' if p.has_step_time else 'off'}"
+    )
+    print(f"first call (cold, loads presets): {cold:.3f} s")
+    print(f"one full table: median {median:.3f} s wall, min {min(times):.3f} s over {args.repeat} runs")
+    print(f"one full table: median {cpu_median:.3f} s CPU (budget {BUDGET_S} s)")
+    print(f"per estimate (incl. search overhead): {cpu_median / max(p.num_estimates, 1) * 1e3:.2f} ms CPU")
+    if args.check and cpu_median > BUDGET_S:
+        print(f"OVER BUDGET: {cpu_median:.3f} s > {BUDGET_S} s", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,356 @@
+"""Throughput model: each time term checked by hand from its formula and the preset facts, and
+invariants (hypothesis): phases add up, more GPUs never slow a fixed update, checkpointing costs the
+recompute share, offload never makes a step faster."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from calculator import estimate, load_scenario
+from calculator.api import build_context
+from calculator.flops import attention_flops_per_token, collective_bytes_per_s
+from calculator.memory import active_phases
+from calculator.throughput import phase_times, step_time
+from calculator.throughput_rollout import decode_step_seconds, second_moment, survival
+from tests.strategies import scenario_dicts
+
+# Preset facts (presets/models/qwen2.5-7b.yaml, presets/gpus/h100-80gb.yaml).
+P7 = 7_615_616_512  # Qwen2.5-7B total params
+V, H, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 152_064, 3584, 28, 28, 4, 128
+N_MM = P7 - V * H  # matmul weights per token: all but the input embedding (lm_head is untied)
+H100_TFLOPS, H100_HBM, H100_NVLINK_UNI, H100_PCIE5 = 989e12, 3350e9, 450e9, 63e9
+EFF_DECODE, EFF_PREFILL, EFF_FWD, EFF_TRAIN, EFF_NVLINK, EFF_PCIE, EFF_NET = 0.7, 0.5, 0.35, 0.35, 0.75, 0.8, 0.7
+
+BASE = "qwen2.5-7b-grpo-8xh100"
+
+
+def times(overrides=None):
+    s = load_scenario(BASE, overrides=overrides or {})
+    return s, phase_times(s, build_context(s))
+
+
+def test_decode_step_by_hand():
+    """Qwen2.5-7B, vLLM TP 2 on H100, 64 running sequences at a 1000-token context."""
+    s = load_scenario(BASE)
+    ctx = build_context(s)
+    b, c, tp = 64, 1000, 2
+    kv_per_token_per_gpu = 2 * LAYERS * (KV_HEADS // tp) * HEAD_DIM * 2  # 28,672 B
+    mem = P7 * 2 / tp + b * c * kv_per_token_per_gpu + b * V * 10  # weights + KV read + sampler logits
+    t_mem = mem / (H100_HBM * EFF_DECODE)
+    flops = b * (2 * N_MM + 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c)
+    t_cmp = flops / (tp * H100_TFLOPS * EFF_PREFILL)
+    allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
+    expected = max(t_mem, t_cmp) + allreduce
+    assert t_mem > t_cmp  # bandwidth-bound at this batch
+    assert decode_step_seconds(s, ctx, b, c) == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(4.596e-3, rel=1e-3)
+
+
+def test_decode_becomes_compute_bound_at_large_batch():
+    s = load_scenario(BASE)
+    ctx = build_context(s)
+    per_token = [decode_step_seconds(s, ctx, b, 500) / b for b in (1, 16, 256, 1024)]
+    assert per_token == sorted(per_token, reverse=True)  # batching amortises the weight reads
+
+
+def test_prefill_by_hand():
+    s, t = times()
+    seqs, prompt = 1024 * 5 // 4, 512  # 4 replicas of TP 2; the preset has no mean prompt: max 512
+    flops = seqs * prompt * (2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * prompt)
+    assert t["rollout"].terms["prefill"] == pytest.approx(flops / (2 * H100_TFLOPS * EFF_PREFILL), rel=1e-9)
+
+
+def test_old_log_prob_compute_and_gather_by_hand():
+    s, t = times()
+    seq = 512 + 600
+    micro_tokens, n_micro = 32 * seq, 5120 // 8 // 32  # log_prob micro-batch 32 per GPU, 640 seqs per GPU
+    fpt = 2 * N_MM + attention_flops_per_token(build_context(s).actor.arch, seq, causal=True)
+    assert fpt == 2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * seq
+    compute = n_micro * micro_tokens * fpt / (H100_TFLOPS * EFF_FWD)
+    assert t["old_log_prob"].terms["compute"] == pytest.approx(compute, rel=1e-9)
+    gather = P7 * 2 * 7 / 8 / (H100_NVLINK_UNI * EFF_NVLINK)  # bf16 all-gather per micro-batch
+    assert gather < compute / n_micro  # hidden under compute
+    assert t["old_log_prob"].terms["fsdp_comm"] == 0.0
+
+
+def test_update_actor_compute_by_hand_and_recompute_share():
+    s, t = times()
+    seq = 512 + 600
+    tokens_per_gpu = 1024 * 5 * seq / 8
+    attn = LAYERS * 2 * HEADS * HEAD_DIM * seq
+    executed = (8 * N_MM + 4 * attn) * tokens_per_gpu  # 6N + 2N recompute, attention 3x + 1x
+    assert t["update_actor"].terms["compute"] == pytest.approx(executed / (H100_TFLOPS * EFF_TRAIN), rel=1e-9)
+    _, t_off = times({"model.enable_gradient_checkpointing": False})
+    assert t["update_actor"].terms["compute"] / t_off["update_actor"].terms["compute"] == pytest.approx(8 / 6)
+
+
+def test_fsdp_comm_exposed_when_micro_batches_are_tiny():
+    """Micro-batch of 1 short sequence: per micro-batch 2 bf16 all-gathers + an fp32 reduce-scatter exceed
+    compute, and the excess is what the phase shows as fsdp_comm."""
+    ov = {"actor.ppo_micro_batch_size_per_gpu": 1, "data.mean_response_length": 50, "data.mean_prompt_length": 50}
+    s, t = times(ov)
+    comm = (2 * P7 * 2 + P7 * 4) * 7 / 8 / (H100_NVLINK_UNI * EFF_NVLINK)
+    tokens = 100
+    cmp = tokens * (8 * N_MM + 4 * LAYERS * 2 * HEADS * HEAD_DIM * tokens) / (H100_TFLOPS * EFF_TRAIN)
+    n_micro = 1024 * 5 // 8  # every sequence its own micro-batch, 4 mini-batches x 160
+    terms = t["update_actor"].terms
+    assert terms["compute"] == pytest.approx(n_micro * cmp, rel=1e-9)
+    assert terms["fsdp_comm"] == pytest.approx(n_micro * (comm - cmp), rel=1e-9)
+
+
+def test_ref_streams_fp32_shard_over_pcie():
+    """verl >= 0.8 forces the FSDP reference model to CPU offload: each micro-batch copies the fp32 shard in."""
+    ov = {"ref.log_prob_micro_batch_size_per_gpu": 1, "data.mean_response_length": 50, "data.mean_prompt_length": 50}
+    s, t = times(ov)
+    h2d = P7 * 4 / 8 / (H100_PCIE5 * EFF_PCIE)
+    gather = P7 * 2 * 7 / 8 / (H100_NVLINK_UNI * EFF_NVLINK)
+    tokens = 100
+    cmp = tokens * (2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * tokens) / (H100_TFLOPS * EFF_FWD)
+    n = 1024 * 5 // 8
+    terms = t["ref_log_prob"].terms
+    exposed = n * (h2d + gather - cmp)
+    assert terms["param_stream_pcie"] + terms["fsdp_comm"] == pytest.approx(exposed, rel=1e-9)
+    assert terms["param_stream_pcie"] / terms["fsdp_comm"] == pytest.approx(h2d / gather, rel=1e-9)
+    _, t_old = times({**ov, "verl_version": "0.6"})  # old verl: bf16 ref resident on GPU, no streaming
+    assert t_old["ref_log_prob"].terms["param_stream_pcie"] == 0.0
+
+
+def test_param_and_optimizer_offload_pcie_by_hand():
+    _, t = times({"actor.fsdp_config.param_offload": True, "actor.fsdp_config.optimizer_offload": True})
+    params = 2 * P7 * 4 / 8 / (H100_PCIE5 * EFF_PCIE)  # fp32 shard in and out
+    adam = 2 * P7 * 8 / 8 / (H100_PCIE5 * EFF_PCIE)  # two fp32 moments in and out
+    assert t["old_log_prob"].terms["offload_pcie"] == pytest.approx(params, rel=1e-9)
+    assert t["update_actor"].terms["offload_pcie"] == pytest.approx(params + adam, rel=1e-9)
+    assert t["weight_sync"].terms["offload_pcie"] == pytest.approx(params, rel=1e-9)
+
+
+def test_fsdp2_offload_policy_runs_adamw_on_cpu():
+    _, t = times({"actor.strategy": "fsdp2", "actor.fsdp_config.offload_policy": True})
+    terms = t["update_actor"].terms
+    assert "optimizer_step" not in terms
+    # 4 mini-batches; each node (8 GPUs, one FSDP group) updates all P7 params at 1e9 params/s.
+    assert terms["optimizer_step_cpu"] == pytest.approx(4 * P7 / 1e9, rel=1e-9)
+
+
+def test_weight_sync_by_hand():
+    _, t = times()
+    gather = P7 * 4 * 7 / 8 / (H100_NVLINK_UNI * EFF_NVLINK)  # fp32 full_tensor() over 8 GPUs
+    copies = (2 * P7 * 4 + P7 * 2 / 2) / (H100_HBM * EFF_DECODE)  # bucket write + read, vLLM bf16 shard
+    assert t["weight_sync"].terms["gather"] == pytest.approx(gather, rel=1e-9)
+    assert t["weight_sync"].terms["bucket_copies"] == pytest.approx(copies, rel=1e-9)
+
+
+def test_collective_bandwidth_across_nodes():
+    s = load_scenario(BASE, overrides={"hardware.num_gpus": 16})
+    gpu = build_context(s).gpu
+    assert collective_bytes_per_s(s, gpu, 8) == pytest.approx(H100_NVLINK_UNI * EFF_NVLINK)
+    # 8 NICs x 50 GB/s per node at 70%, below NVLink's 337.5 GB/s
+    assert collective_bytes_per_s(s, gpu, 16) == pytest.approx(8 * 50e9 * EFF_NET)
+
+
+def test_megatron_pipeline_bubble():
+    ov = {
+        "actor.strategy": "megatron",
+        "actor.megatron.pipeline_model_parallel_size": 4,
+        "hardware.num_gpus": 8,
+    }
+    _, t = times(ov)
+    terms = t["old_log_prob"].terms
+    # TP 1: the bubble is (pp - 1) stage-times of one micro-batch; compute is n_micro of them.
+    n_micro = 5120 // 2 // 32  # DP = 8 / 4 = 2 ranks, 32 sequences per micro-batch
+    assert terms["pipeline_bubble"] / terms["compute"] == pytest.approx(3 / n_micro, rel=1e-9)
+
+
+def test_moe_decode_reads_only_touched_experts_at_small_batch():
+    s = load_scenario(BASE, overrides={"model.path": "qwen3-30b-a3b", "rollout.tensor_model_parallel_size": 4})
+    ctx = build_context(s)
+    from calculator.throughput_rollout import DecodeStep
+
+    step = DecodeStep(s, ctx)
+    arch = ctx.actor.arch
+    assert step.weight_bytes(1) < step.weight_bytes(8) < step.weight_bytes(1024)
+    full = (step.dense + step.experts) * 2 / 4
+    assert step.weight_bytes(1024) == pytest.approx(full, rel=1e-6)  # a big batch touches every expert
+    one = (step.dense + step.experts * arch.num_experts_per_tok / arch.num_experts) * 2 / 4
+    assert step.weight_bytes(1) == pytest.approx(one, rel=1e-9)
+
+
+@pytest.mark.parametrize("mean,top", [(100, 1000), (300, 1000), (500, 1000), (800, 1000), (1000, 1000)])
+def test_response_length_distribution_has_the_mean_and_reaches_the_max(mean, top):
+    n = 20000
+    integral = sum(survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
+    assert integral == pytest.approx(mean, rel=2e-3)  # E[R] = integral of the survival function
+    m2 = sum(2 * ((i + 0.5) * top / n) * survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
+    assert m2 == pytest.approx(second_moment(mean, top), rel=5e-3)
+    assert survival(top * 0.999, mean, top) > 0 and survival(top, mean, top) == 0
+
+
+def test_long_tail_grows_with_max_response_at_fixed_mean():
+    _, short = times({"data.max_response_length": 1024, "data.mean_response_length": 600})
+    _, long = times({"data.max_response_length": 8192, "data.mean_response_length": 600})
+    assert long["rollout"].terms["long_tail"] > 3 * short["rollout"].terms["long_tail"]
+
+
+def test_throughput_and_mfu_definitions():
+    r = estimate(load_scenario(BASE))
+    t = r.time
+    tokens = 1024 * 5 * (512 + 600)
+    assert t.tokens_per_s == pytest.approx(tokens / t.step_s)
+    assert t.tokens_per_s_per_gpu == pytest.approx(tokens / t.step_s / 8)
+    # MFU counts model FLOPs (no recompute): compute-bound update with ckpt reads train_mfu x 6/8.
+    assert t.update_mfu == pytest.approx(EFF_TRAIN * 6 / 8, rel=0.01)
+    assert set(t.details) >= set(t.phases_s)
+
+
+SCENARIO_VARIANTS = [
+    {},
+    {"algorithm.adv_estimator": "gae", "critic.ppo_micro_batch_size_per_gpu": 8},
+    {"reward_model.enable": True},
+    {"model.lora_rank": 32},
+    {"actor.strategy": "megatron", "actor.megatron.tensor_model_parallel_size": 2},
+    {"actor.use_kl_loss": False},
+]
+
+
+@pytest.mark.parametrize("ov", SCENARIO_VARIANTS)
+def test_phase_names_are_the_memory_phases_and_terms_add_up(ov):
+    s = load_scenario(BASE, overrides=ov)
+    ctx = build_context(s)
+    t = step_time(s, ctx)
+    assert list(t.phases_s) == active_phases(ctx)
+    assert list(t.phases_s) == [p.name for p in estimate(s).phases]
+    for p, sec in t.phases_s.items():
+        assert sum(t.terms_s[p].values()) == pytest.approx(sec, rel=1e-12)
+        assert all(v >= 0 for v in t.terms_s[p].values())
+    assert t.step_s == pytest.approx(sum(t.phases_s.values()), rel=1e-12)
+
+
+# ---- properties ----------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario_dicts())
+def test_phases_sum_to_step_and_are_finite(d):
+    from calculator.errors import InputError
+
+    try:
+        s = load_scenario(d)
+    except InputError:
+        assume(False)
+    t = estimate(s).time
+    assert t is not None
+    assert math.isfinite(t.step_s) and t.step_s > 0
+    assert t.step_s == pytest.approx(sum(t.phases_s.values()), rel=1e-9)
+    for p in t.phases_s:
+        assert sum(t.terms_s[p].values()) == pytest.approx(t.phases_s[p], rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from(["qwen2.5-0.5b", "qwen2.5-7b", "llama3.1-8b"]),
+    micro=st.sampled_from([1, 2, 8, 32]),
+    mean_resp=st.integers(16, 2048),
+    ckpt=st.booleans(),
+    dyn=st.booleans(),
+)
+def test_more_gpus_never_slow_the_update_of_a_fixed_batch_on_one_node(model, micro, mean_resp, ckpt, dyn):
+    """Same batch on 2, 4, 8 GPUs of one node: the update never gets slower. From 1 to 2 GPUs FSDP starts
+    gathering weights for every micro-batch; that can cost more than it saves when micro-batches are
+    comm-bound (a real effect), so 1 -> 2 is checked only when the 2-GPU update hides its communication."""
+    ov = {
+        "model.path": model,
+        "data.train_batch_size": 64,
+        "rollout.n": 8,
+        "actor.ppo_mini_batch_size": 16,
+        "actor.ppo_micro_batch_size_per_gpu": micro,
+        "actor.use_dynamic_bsz": dyn,
+        "data.max_response_length": 2048,
+        "data.mean_response_length": mean_resp,
+        "model.enable_gradient_checkpointing": ckpt,
+        "rollout.tensor_model_parallel_size": 1,
+    }
+    upd = {}
+    for g in (1, 2, 4, 8):
+        s = load_scenario(BASE, overrides={**ov, "hardware.num_gpus": g})
+        upd[g] = phase_times(s, build_context(s))["update_actor"]
+    assert upd[2].seconds >= upd[4].seconds * (1 - 1e-9)
+    assert upd[4].seconds >= upd[8].seconds * (1 - 1e-9)
+    if upd[2].terms["fsdp_comm"] == 0:
+        assert upd[1].seconds >= upd[2].seconds * (1 - 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenario_dicts())
+def test_checkpointing_adds_the_recompute_share(d):
+    """Recompute adds 2N + 1 attention forward to 6N + 3 attention: compute x 8/6 exactly, the update at most
+    that. (Activation offload is held off: without checkpointing it copies every layer's activations,
+    which can make checkpointing the faster option, a real effect.)"""
+    from calculator.errors import InputError
+
+    d["model"]["lora_rank"] = 0
+    d["model"]["enable_activation_offload"] = False
+    try:
+        on = load_scenario(d, overrides={"model.enable_gradient_checkpointing": True})
+        off = load_scenario(d, overrides={"model.enable_gradient_checkpointing": False})
+    except InputError:
+        assume(False)
+    t_on = phase_times(on, build_context(on))["update_actor"]
+    t_off = phase_times(off, build_context(off))["update_actor"]
+    assert t_on.terms["compute"] == pytest.approx(t_off.terms["compute"] * 8 / 6, rel=1e-9)
+    assert t_off.seconds <= t_on.seconds * (1 + 1e-9)
+    assert t_on.seconds <= t_off.seconds * 8 / 6 * (1 + 1e-9) + 1e-9
+
+
+OFFLOADS = [
+    {"actor.fsdp_config.param_offload": True},
+    {"actor.fsdp_config.optimizer_offload": True},
+    {"model.enable_activation_offload": True},
+    {"actor.strategy": "fsdp2", "actor.fsdp_config.offload_policy": True},
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenario_dicts(), st.sampled_from(OFFLOADS))
+def test_offload_never_makes_a_step_faster(d, offload):
+    """With vLLM the KV budget is total x util whatever the trainer holds, so offload only adds copies.
+    (SGLang sizes its pool from free memory: there offload can enlarge the KV cache and speed the rollout,
+    see test_sglang_offload_can_speed_up_the_rollout.)"""
+    from calculator.errors import InputError
+
+    d["rollout"]["name"] = "vllm"
+    d["actor"]["fsdp_config"] = {"param_offload": False, "optimizer_offload": False, "offload_policy": False}
+    d["model"]["enable_activation_offload"] = False
+    d["actor"]["strategy"] = "fsdp2" if "actor.strategy" in offload else d["actor"]["strategy"]
+    try:
+        base = load_scenario(d)
+        off = load_scenario(d, overrides=offload)
+    except InputError:
+        assume(False)
+    assert estimate(off).time.step_s >= estimate(base).time.step_s * (1 - 1e-12)
+
+
+def test_sglang_offload_can_speed_up_the_rollout():
+    """SGLang's static pool is a share of FREE memory: offloading the actor frees memory before the engine
+    sizes its KV cache, so more sequences run at once and the rollout gets faster (a real trade-off)."""
+    ov = {
+        "rollout.name": "sglang",
+        "hardware.gpu": "l40s-48gb",
+        "hardware.num_gpus": 1,
+        "rollout.tensor_model_parallel_size": 1,
+        "data.train_batch_size": 64,
+        "actor.ppo_mini_batch_size": 16,
+        "actor.ppo_micro_batch_size_per_gpu": 1,
+        "model.path": "qwen2.5-1.5b",
+        "rollout.max_num_seqs": 1024,
+        "data.max_response_length": 4096,
+        "data.mean_response_length": 2048,
+    }
+    on = estimate(load_scenario(BASE, overrides={**ov, "actor.fsdp_config.param_offload": True}))
+    off = estimate(load_scenario(BASE, overrides=ov))
+    assert on.rollout.kv_cache_tokens_per_replica > off.rollout.kv_cache_tokens_per_replica
+    assert on.rollout.max_concurrent_sequences_per_replica > off.rollout.max_concurrent_sequences_per_replica
+    assert on.time.phases_s["rollout"] < off.time.phases_s["rollout"]

@@ -1,0 +1,183 @@
+"""Step time and decode speed against published figures (issue #5 validation).
+
+Every case lists its settings, its source, the published figure, the model's figure at the time of
+writing and a stated tolerance. Constants are the EfficiencyConfig defaults; none was tuned to a case.
+
+Summary (model / published):
+- NeMo RL v0.4 GRPO Llama-3.1-8B, 16 x H100, colocated vLLM: 66.7 s / 97.7 s (0.68; NeMo RL recomputes
+  activations, which rlplan's Megatron path does not model: +~6 s of update compute)
+- NeMo RL v0.4 GRPO Qwen3-32B, 32 x H100:                     312 s / 393 s  (0.80)
+- NeMo RL v0.4 GRPO Qwen3-30B-A3B (MoE), 32 x H100:           74.5 s / 225 s (0.33): a KNOWN GAP,
+  marked xfail. Dense cases land within 20-32% (the model is faster); the MoE case is 3x too fast. The likely causes are
+  not modelled: grouped-GEMM / fused-MoE kernels at far below dense efficiency with 8-of-128 experts
+  (a few tokens per expert), MoE routing and permutation, and vLLM's MoE decode reading experts at a
+  fraction of HBM bandwidth.
+- vLLM decode, batch 1, Llama-3.1-8B, H100: 6.86 ms / 6.48 ms per token (1.06)
+- vLLM decode, batch 1, Llama-3.1-8B, A100-40GB: 14.9 ms / 13.3 ms per token (1.12)
+
+NeMo RL is not verl: it trains with Megatron-core and generates with vLLM colocated on the same
+GPUs, one synchronous step after another, which is the mechanism rlplan models. Its batch
+(``num_prompts_per_step`` x ``num_generations_per_prompt`` sequences generated, trained in
+``train_global_batch_size`` chunks) maps onto verl's ``train_batch_size`` x ``rollout.n`` and
+``ppo_mini_batch_size``; sequence packing with ``train_mb_tokens = 4096`` maps onto a dynamic batch
+with a 4096-token budget. Prompt lengths are not published: a mean of 160 tokens (OpenMathInstruct-2
+problems in the CoT template) is assumed; the published "G-Average Seq len" fixes prompt + response.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator import estimate, load_scenario
+from calculator.api import build_context
+from calculator.throughput_rollout import decode_step_seconds
+
+NEMO_RL_TABLE = "https://github.com/NVIDIA-NeMo/RL/blob/main/docs/about/performance-summary.md (Nemo RL v0.4)"
+NEMO_RL_RECIPES = "https://github.com/NVIDIA-NeMo/RL/tree/main/examples/configs/recipes/llm/performance"
+STEP_TOLERANCE = 0.40  # +-40% on step time: different framework, prompt lengths assumed
+DECODE_TOLERANCE = 0.25  # +-25% on one decode step
+
+MEAN_PROMPT = 160
+NEMO_GRPO = {
+    # grpo_math_1B.yaml defaults + the performance recipes: 64 prompts x 32 generations, train GBS 512
+    # sequences (= 16 prompts per optimizer step), KL to the reference policy (penalty 0.01), vLLM util 0.6,
+    # max_total_sequence_length 4096 (prompt + response), sequence packing.
+    "algorithm.adv_estimator": "grpo",
+    "actor.use_kl_loss": True,
+    "rollout.n": 32,
+    "data.train_batch_size": 64,
+    "actor.ppo_mini_batch_size": 16,
+    "rollout.gpu_memory_utilization": 0.6,
+    "data.max_prompt_length": 256,
+    "data.max_response_length": 3840,
+    "data.mean_prompt_length": MEAN_PROMPT,
+    "actor.use_dynamic_bsz": True,
+    "actor.ppo_max_token_len_per_gpu": 4096,
+    "actor.strategy": "megatron",
+    "hardware.gpu": "h100-80gb",
+}
+
+
+def nemo_case(model: str, num_gpus: int, avg_seq_len: int, extra: dict) -> float:
+    ov = {
+        **NEMO_GRPO,
+        "model.path": model,
+        "hardware.num_gpus": num_gpus,
+        "data.mean_response_length": avg_seq_len - MEAN_PROMPT,
+        **extra,
+    }
+    r = estimate(load_scenario(None, overrides=ov))
+    assert r.time is not None
+    return r.time.step_s
+
+
+def test_nemo_rl_llama31_8b_16xh100():
+    """NeMo RL v0.4, GRPO on OpenMathInstruct-2, DGX-H100, on-policy: LLAMA3.1_8B, 16 GPUs, T-max 4096,
+    G-average sequence 1,060 tokens, G-GBS 2,048, T-GBS 512, generation TP 1, Megatron training PP 2 with
+    activation checkpointing (recipe grpo-llama3.1-8b-instruct-2n8g.yaml), logprob micro-batch 2 x 4096.
+    Published: 97.7 s per step (1,562 tokens/s/GPU). Model: 66.7 s. verl's Megatron engine recomputes only
+    with override_transformer_config.recompute_granularity, which the scenario does not have, so the
+    checkpointing flag below has no effect on the Megatron path (FSDP would add 2N of 6N to the update)."""
+    step = nemo_case(
+        "llama3.1-8b",
+        16,
+        1060,
+        {
+            "rollout.tensor_model_parallel_size": 1,
+            "actor.megatron.pipeline_model_parallel_size": 2,
+            "model.enable_gradient_checkpointing": True,
+            "rollout.log_prob_max_token_len_per_gpu": 8192,
+            "ref.log_prob_max_token_len_per_gpu": 8192,
+        },
+    )
+    assert step == pytest.approx(97.7, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
+
+
+def test_nemo_rl_qwen3_32b_32xh100():
+    """NeMo RL v0.4, same GRPO setup: Qwen3-32B, 32 GPUs (4 nodes), G-average sequence 3,206 tokens, generation
+    TP 4, Megatron TP 4 PP 4 with sequence parallel, no activation checkpointing (recipe grpo-qwen3-32b-4n8g.yaml),
+    logprob micro-batch 4 x 4096. Published: 393 s per step (540 tokens/s/GPU). Model: 312 s."""
+    step = nemo_case(
+        "qwen3-32b",
+        32,
+        3206,
+        {
+            "rollout.tensor_model_parallel_size": 4,
+            "actor.megatron.tensor_model_parallel_size": 4,
+            "actor.megatron.pipeline_model_parallel_size": 4,
+            "model.enable_gradient_checkpointing": False,
+            "rollout.log_prob_max_token_len_per_gpu": 16384,
+            "ref.log_prob_max_token_len_per_gpu": 16384,
+        },
+    )
+    assert step == pytest.approx(393, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: MoE kernels are modelled at dense efficiency (model 3x too fast)")
+def test_nemo_rl_qwen3_30b_a3b_32xh100():
+    """NeMo RL v0.4, same GRPO setup: Qwen3-30B-A3B, 32 GPUs, G-average sequence 3,154 tokens, generation TP 4,
+    Megatron TP 2 EP 8, token-dropless MoE. Published: 225 s per step (925 tokens/s/GPU). Model: 74.5 s."""
+    step = nemo_case(
+        "qwen3-30b-a3b",
+        32,
+        3154,
+        {
+            "rollout.tensor_model_parallel_size": 4,
+            "actor.megatron.tensor_model_parallel_size": 2,
+            "actor.megatron.expert_model_parallel_size": 8,
+            "model.enable_gradient_checkpointing": False,
+            "rollout.log_prob_max_token_len_per_gpu": 16384,
+            "ref.log_prob_max_token_len_per_gpu": 16384,
+        },
+    )
+    assert step == pytest.approx(225, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
+
+
+def test_nemo_rl_moe_gap_stays_documented():
+    """Guard for the gap above: the MoE case stays between 2x and 4x faster than published, so a change in the
+    model shows up here (and in the xfail) instead of silently."""
+    step = nemo_case(
+        "qwen3-30b-a3b",
+        32,
+        3154,
+        {
+            "rollout.tensor_model_parallel_size": 4,
+            "actor.megatron.tensor_model_parallel_size": 2,
+            "actor.megatron.expert_model_parallel_size": 8,
+            "model.enable_gradient_checkpointing": False,
+            "rollout.log_prob_max_token_len_per_gpu": 16384,
+            "ref.log_prob_max_token_len_per_gpu": 16384,
+        },
+    )
+    assert 225 / 4 < step < 225 / 2
+
+
+def _llama8b_single_gpu(gpu: str):
+    s = load_scenario(
+        None,
+        overrides={
+            "model.path": "llama3.1-8b",
+            "hardware.gpu": gpu,
+            "hardware.num_gpus": 1,
+            "rollout.tensor_model_parallel_size": 1,
+            "actor.ppo_micro_batch_size_per_gpu": 1,
+        },
+    )
+    return s, build_context(s)
+
+
+def test_vllm_decode_llama31_8b_h100_batch1():
+    """Llama-3.1-8B-Instruct, vLLM 0.21, fp16, one H100-80GB, TP 1, concurrency 1 ("chatbot-short" prompts,
+    context taken as 256 tokens): TPOT p50 6.48 ms.
+    Source: https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/ . Model: 6.86 ms."""
+    s, ctx = _llama8b_single_gpu("h100-80gb")
+    assert decode_step_seconds(s, ctx, 1, 256) == pytest.approx(6.48e-3, rel=DECODE_TOLERANCE)
+
+
+def test_vllm_decode_llama31_8b_a100_40gb_batch1():
+    """Llama-3.1-8B-Instruct BF16, vLLM 0.23, one A100 40GB, concurrency 1, 1024 input / 128 output tokens:
+    "decode at one request per time runs at about 75 tokens/sec, roughly 77% of the GPU's memory-bandwidth
+    ceiling" = 13.3 ms per token. Source: https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on .
+    Model: 14.9 ms (decode_hbm_efficiency 0.7 vs the 0.77 measured there)."""
+    s, ctx = _llama8b_single_gpu("a100-40gb")
+    assert decode_step_seconds(s, ctx, 1, 1024 + 64) == pytest.approx(1 / 75, rel=DECODE_TOLERANCE)

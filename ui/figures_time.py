@@ -1,0 +1,259 @@
+"""Pure figure builders for step time and the memory/time trade-off (no streamlit here).
+
+``step_time_figure`` reads ``report.time``: the top bar is the step stacked by phase (its length is
+``step_s``), the lower bars split each phase by mechanism (``terms_s``; each bar's length is that
+phase's ``phases_s``). ``tradeoff_figure`` plots ``calculator.tradeoff`` points: peak GiB per GPU
+against step time, infeasible points grey, the Pareto front as a line, the current settings marked,
+and the GPU's usable memory as a vertical line. Colours are fixed per phase (``PHASE_COLORS``) and
+per mechanism (``TERM_COLORS``) so every chart and page agrees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from calculator.report import Report
+from calculator.tradeoff import TradeoffPoint, pareto_front
+
+PHASE_ORDER = (
+    "rollout",
+    "reward",
+    "old_log_prob",
+    "ref_log_prob",
+    "critic_values",
+    "update_critic",
+    "update_actor",
+    "weight_sync",
+)
+PHASE_COLORS: dict[str, str] = {
+    "rollout": "#f16913",
+    "reward": "#ce1256",
+    "old_log_prob": "#6baed6",
+    "ref_log_prob": "#238b45",
+    "critic_values": "#9e9ac8",
+    "update_critic": "#6a51a3",
+    "update_actor": "#08519c",
+    "weight_sync": "#35978f",
+}
+TERM_COLORS: dict[str, str] = {
+    "compute": "#4c72b0",
+    "prefill": "#fdae6b",
+    "decode": "#f16913",
+    "long_tail": "#a63603",
+    "tp_allreduce": "#7f2704",
+    "fsdp_comm": "#8172b3",
+    "tp_ep_comm": "#8172b3",
+    "dp_comm": "#b39ddb",
+    "ulysses_all_to_all": "#c994c7",
+    "pipeline_bubble": "#bdbdbd",
+    "param_stream_pcie": "#55a868",
+    "cpu_offload_pcie": "#55a868",
+    "offload_pcie": "#8fd175",
+    "activation_offload": "#c7e9c0",
+    "optimizer_step": "#937860",
+    "optimizer_step_cpu": "#da8bc3",
+    "gather": "#35978f",
+    "bucket_copies": "#80cdc1",
+}
+INFEASIBLE_COLOR = "#c7c7c7"
+FEASIBLE_COLOR = "#2171b5"
+FRONT_COLOR = "#e6550d"
+CURRENT_COLOR = "#111111"
+USABLE_LINE_COLOR = "#c0392b"
+FONT = dict(family="Inter, Source Sans Pro, Noto Sans CJK SC, sans-serif", size=13)
+_FALLBACK = ("#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b")
+
+_LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "step": "Step",
+        "seconds": "seconds per step",
+        "step_title": "Step time {s:.1f} s: {tps:,.0f} tokens/s ({tpg:,.0f} per GPU)",
+        "by_mechanism": "by mechanism",
+        "phases": "phases",
+        "peak": "peak memory per GPU (GiB)",
+        "time": "step time (s)",
+        "fits": "fits",
+        "no_fit": "does not fit",
+        "front": "Pareto front",
+        "current": "current settings",
+        "usable": "usable {gib:.1f} GiB",
+        "tradeoff_title": "Memory / time trade-off ({n} settings, {f} fit)",
+    },
+    "zh": {
+        "step": "单步",
+        "seconds": "每步秒数",
+        "step_title": "单步耗时 {s:.1f} 秒：{tps:,.0f} token/秒（每卡 {tpg:,.0f}）",
+        "by_mechanism": "按机制",
+        "phases": "阶段",
+        "peak": "每卡峰值显存 (GiB)",
+        "time": "单步耗时 (秒)",
+        "fits": "可运行",
+        "no_fit": "显存不足",
+        "front": "帕累托前沿",
+        "current": "当前配置",
+        "usable": "可用 {gib:.1f} GiB",
+        "tradeoff_title": "显存 / 时间权衡（{n} 种配置，{f} 种可运行）",
+    },
+}
+
+
+def _t(lang: str, key: str, **kw: object) -> str:
+    return _LABELS.get(lang, _LABELS["en"])[key].format(**kw)
+
+
+def phase_color(name: str) -> str:
+    return PHASE_COLORS.get(name, _FALLBACK[sum(map(ord, name)) % len(_FALLBACK)])
+
+
+def term_color(name: str) -> str:
+    return TERM_COLORS.get(name, _FALLBACK[sum(map(ord, name)) % len(_FALLBACK)])
+
+
+def _layout(fig: go.Figure, title: str, height: int, *, legend_right: bool = False) -> None:
+    legend = (
+        dict(
+            orientation="v", x=1.02, xanchor="left", y=1.0, yanchor="top", groupclick="toggleitem", traceorder="grouped"
+        )
+        if legend_right
+        else dict(orientation="h", yanchor="top", y=-0.15, x=0.0)
+    )
+    fig.update_layout(
+        title=dict(text=title, x=0.0, xanchor="left"),
+        font=FONT,
+        height=height,
+        template="plotly_white",
+        barmode="stack",
+        legend=legend,
+        margin=dict(l=10, r=10, t=60, b=10),
+    )
+
+
+def step_time_figure(report: Report, *, lang: str = "en") -> go.Figure:
+    """Step stacked by phase (top row) and each phase stacked by mechanism (bottom row), seconds."""
+    t = report.time
+    if t is None:
+        raise ValueError("report has no time estimate (estimate(..., with_time=True))")
+    phases = [p for p in PHASE_ORDER if p in t.phases_s] + [p for p in t.phases_s if p not in PHASE_ORDER]
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.22, 0.78], vertical_spacing=0.08, shared_xaxes=False)
+    for p in phases:
+        sec = t.phases_s[p]
+        terms = "<br>".join(f"{k}: {v:.2f} s" for k, v in t.terms_s.get(p, {}).items() if v > 0)
+        fig.add_trace(
+            go.Bar(
+                y=[_t(lang, "step")],
+                x=[sec],
+                name=p,
+                orientation="h",
+                marker_color=phase_color(p),
+                legendgroup="phases",
+                legendgrouptitle_text=_t(lang, "phases"),
+                hovertemplate=f"<b>{p}</b>: {sec:.2f} s ({100 * sec / t.step_s if t.step_s else 0:.0f}%)<br>{terms}"
+                "<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    term_names: list[str] = []
+    for p in phases:
+        for k in t.terms_s.get(p, {}):
+            if k not in term_names:
+                term_names.append(k)
+    for k in term_names:
+        xs = [t.terms_s.get(p, {}).get(k, 0.0) for p in phases]
+        if not any(xs):
+            continue
+        fig.add_trace(
+            go.Bar(
+                y=phases,
+                x=xs,
+                name=k,
+                orientation="h",
+                marker_color=term_color(k),
+                legendgroup="terms",
+                legendgrouptitle_text=_t(lang, "by_mechanism"),
+                customdata=[t.details.get(p, "") for p in phases],
+                hovertemplate=f"<b>%{{y}}</b> · {k}: %{{x:.2f}} s<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
+    fig.update_yaxes(autorange="reversed", row=2, col=1)
+    fig.update_xaxes(title_text=_t(lang, "seconds"), row=2, col=1)
+    title = _t(lang, "step_title", s=t.step_s, tps=t.tokens_per_s, tpg=t.tokens_per_s_per_gpu)
+    _layout(fig, title, height=260 + 45 * len(phases), legend_right=True)
+    return fig
+
+
+def _hover(p: TradeoffPoint) -> str:
+    settings = "<br>".join(f"{k} = {v}" for k, v in p.settings.items())
+    return (
+        f"<b>{p.label}</b><br>peak {p.peak_gib_per_gpu:.1f} GiB ({p.peak_phase}) · step {p.step_s:.1f} s · "
+        f"{p.tokens_per_s_per_gpu:,.0f} tok/s/GPU<br>{settings}"
+    )
+
+
+def tradeoff_figure(
+    points: Sequence[TradeoffPoint], current: TradeoffPoint | None = None, lang: str = "en"
+) -> go.Figure:
+    """Peak GiB per GPU (x) against step time (y) for every swept setting."""
+    fig = go.Figure()
+    groups = (
+        ("no_fit", [p for p in points if not p.fits], INFEASIBLE_COLOR, 6),
+        ("fits", [p for p in points if p.fits], FEASIBLE_COLOR, 7),
+    )
+    for key, pts, color, size in groups:
+        fig.add_trace(
+            go.Scatter(
+                x=[p.peak_gib_per_gpu for p in pts],
+                y=[p.step_s for p in pts],
+                mode="markers",
+                name=_t(lang, key),
+                marker=dict(color=color, size=size, opacity=0.75),
+                hovertext=[_hover(p) for p in pts],
+                hoverinfo="text",
+            )
+        )
+    front = pareto_front(list(points))
+    fig.add_trace(
+        go.Scatter(
+            x=[p.peak_gib_per_gpu for p in front],
+            y=[p.step_s for p in front],
+            mode="lines+markers",
+            name=_t(lang, "front"),
+            line=dict(color=FRONT_COLOR, width=2, shape="hv"),
+            marker=dict(color=FRONT_COLOR, size=9),
+            hovertext=[_hover(p) for p in front],
+            hoverinfo="text",
+        )
+    )
+    if current is None:
+        current = next((p for p in points if p.is_current), None)
+    if current is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[current.peak_gib_per_gpu],
+                y=[current.step_s],
+                mode="markers",
+                name=_t(lang, "current"),
+                marker=dict(symbol="star", size=18, color=CURRENT_COLOR, line=dict(color="white", width=1)),
+                hovertext=[_hover(current)],
+                hoverinfo="text",
+            )
+        )
+    usable = max((p.usable_memory_gib for p in points), default=0.0)
+    if usable:
+        fig.add_vline(
+            x=usable,
+            line=dict(color=USABLE_LINE_COLOR, dash="dash", width=2),
+            annotation_text=_t(lang, "usable", gib=usable),
+            annotation_position="top left",
+            annotation_font_color=USABLE_LINE_COLOR,
+        )
+    fig.update_xaxes(title_text=_t(lang, "peak"), gridcolor="#eceff1")
+    fig.update_yaxes(title_text=_t(lang, "time"), gridcolor="#eceff1", rangemode="tozero")
+    _layout(fig, _t(lang, "tradeoff_title", n=len(points), f=sum(p.fits for p in points)), height=520)
+    fig.update_layout(barmode=None, hovermode="closest")
+    return fig

@@ -1,0 +1,108 @@
+"""Every widget / session-state key of the app, in one place (tests find widgets by these keys).
+
+Scenario fields use ``field_key("dotted.path")``; the path is the scenario's own dotted field name,
+which is also the name of its URL query parameter.
+"""
+
+from __future__ import annotations
+
+FIELD_PREFIX = "fld:"
+
+
+def field_key(path: str) -> str:
+    """Widget key of a scenario field (``hardware.num_gpus`` -> ``fld:hardware.num_gpus``)."""
+    return FIELD_PREFIX + path
+
+
+def field_of_key(key: str) -> str | None:
+    return key[len(FIELD_PREFIX) :] if key.startswith(FIELD_PREFIX) else None
+
+
+# App-wide
+LANG = "lang"
+INITIALIZED = "_initialized"
+URL_PROBLEMS = "_url_problems"  # messages about ignored URL parameters (input, not results)
+PRESET_PROBLEMS = "_preset_problems"
+
+# Scenario inputs that are not a single field
+PRESET = "preset"
+ALGO = "algo"
+MODEL_SOURCE = "model_source"  # "preset" | "size" | "config"
+MODEL_SIZE = "model_size"  # "7B dense", "30B-A3B MoE"
+MODEL_SIZE_FAMILY = "model_size_family"
+CONFIG_UPLOAD = "config_upload"
+CONFIG_PASTE = "config_paste"
+CUSTOM_CONFIG = "_custom_config"  # last config.json that parsed (dict); a bad one never replaces it
+CUSTOM_CONFIG_NAME = "_custom_config_name"
+CONFIG_ERROR = "_config_error"  # what was wrong with the last upload / paste
+
+# Sidebar sections that render their widgets only while open (fewer widgets per rerun)
+LAZY_SECTIONS = ("batch", "lengths", "rollout", "optim", "advanced", "more")
+
+
+def section_key(name: str) -> str:
+    """Key of a sidebar expander; ``st.session_state[section_key(name)] = True`` opens it."""
+    return f"sec_{name}"
+
+
+# Frequently used scenario fields
+GPU = field_key("hardware.gpu")
+NUM_GPUS = field_key("hardware.num_gpus")
+GPUS_PER_NODE = field_key("hardware.gpus_per_node")
+MODEL_PATH = field_key("model.path")
+GROUP_SIZE = field_key("rollout.n")
+TRAIN_BATCH = field_key("data.train_batch_size")
+PARAM_OFFLOAD = field_key("actor.fsdp_config.param_offload")
+OPTIMIZER_OFFLOAD = field_key("actor.fsdp_config.optimizer_offload")
+ROLLOUT_TP = field_key("rollout.tensor_model_parallel_size")
+GPU_UTIL = field_key("rollout.gpu_memory_utilization")
+DYNAMIC_BSZ = field_key("actor.use_dynamic_bsz")
+STRATEGY = field_key("actor.strategy")
+
+# Estimate page
+VIEW_CASE = "est_case"  # expected / worst case
+BREAKDOWN_PHASE = "est_breakdown_phase"
+CHART_MEMORY = "est_chart_memory"
+CHART_ROLES = "est_chart_roles"
+CHART_TIME = "est_chart_time"
+DL_YAML = "dl_yaml"
+DL_JSON = "dl_json"
+DL_MD = "dl_md"
+DL_PNG_COMPONENTS = "dl_png_components"
+DL_PNG_ROLES = "dl_png_roles"
+DL_PNG_TIME = "dl_png_time"
+
+# Compare page
+CMP_COUNT = "cmp_count"
+CMP_QUICK = "cmp_quick"
+CMP_CHART = "cmp_chart"
+CMP_DL_PNG = "cmp_dl_png"
+CMP_DL_MD = "cmp_dl_md"
+
+
+def cmp_base(i: int) -> str:
+    return f"cmp_base_{i}"
+
+
+def cmp_overrides(i: int) -> str:
+    return f"cmp_overrides_{i}"
+
+
+def cmp_label(i: int) -> str:
+    return f"cmp_label_{i}"
+
+
+# Trade-offs page
+TO_CHART = "to_chart"
+TO_DL_PNG = "to_dl_png"
+
+# Planner page
+PLAN_GPUS = "plan_gpus"
+PLAN_MAX_GPUS = "plan_max_gpus"
+PLAN_MARGIN = "plan_margin"
+PLAN_DL_JSON = "plan_dl_json"
+
+# verl page
+VERL_IMPORT_TEXT = "verl_import_text"
+VERL_IMPORT_APPLY = "verl_import_apply"
+VERL_DL_OVERRIDES = "verl_dl_overrides"

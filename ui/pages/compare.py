@@ -1,0 +1,223 @@
+"""Compare: two to four scenarios side by side on one memory axis, and the settings that differ."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from calculator import estimate
+from calculator.api import load_scenario_with_warnings
+from calculator.errors import InputError
+from calculator.report import Report
+from calculator.scenario import Scenario
+from ui import figures, keys, render, state, summary
+from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
+from ui.i18n import tr
+
+CURRENT = "__current__"
+PERSIST = "session"
+MAX_SCENARIOS = 4
+QUICK: dict[str, list[tuple[str, str, str]]] = {
+    # quick comparison -> [(base, overrides, label)]
+    "ppo_grpo": [
+        (CURRENT, "algorithm.adv_estimator=gae", "PPO"),
+        (CURRENT, "algorithm.adv_estimator=grpo", "GRPO"),
+    ],
+    "offload": [
+        (CURRENT, "actor.fsdp_config.param_offload=false\nactor.fsdp_config.optimizer_offload=false", "offload off"),
+        (CURRENT, "actor.fsdp_config.param_offload=true\nactor.fsdp_config.optimizer_offload=true", "offload on"),
+    ],
+    "seed001": [
+        ("seed001-grpo-basic", "", "basic"),
+        ("seed001-grpo-optimized", "", "optimized"),
+        ("seed001-grpo-max-optimization", "", "max optimization"),
+    ],
+    "n": [(CURRENT, f"rollout.n={n}", f"n = {n}") for n in (4, 8, 16)],
+}
+
+
+def quick_options() -> list[str]:
+    ids = set(state.preset_ids())
+    return [q for q, cols in QUICK.items() if all(b == CURRENT or b in ids for b, _, _ in cols)]
+
+
+def apply_quick(name: str | None = None) -> None:
+    name = name or st.session_state.get(keys.CMP_QUICK)
+    if not name or name not in QUICK:
+        return
+    cols = QUICK[name]
+    st.session_state[keys.CMP_COUNT] = len(cols)
+    for i, (base, overrides, label) in enumerate(cols):
+        st.session_state[keys.cmp_base(i)] = base
+        st.session_state[keys.cmp_overrides(i)] = overrides
+        st.session_state[keys.cmp_label(i)] = label
+
+
+def parse_changes(text: str) -> tuple[dict, list[str], list[str]]:
+    """Lines 'key=value': native dotted fields become overrides, anything else goes to the verl importer."""
+    native: dict = {}
+    verl: list[str] = []
+    problems: list[str] = []
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip().lstrip("+")
+        spec = field(key)
+        if sep and spec is not None:
+            try:
+                native[key] = decode_value(spec, value.strip())
+            except ValueError as exc:
+                problems.append(f"{key}: {exc}")
+        else:
+            verl.append(line)
+    return native, verl, problems
+
+
+def build_column(i: int, current: Scenario | None) -> tuple[Scenario | None, list[str], list[str]]:
+    base_id = st.session_state.get(keys.cmp_base(i), CURRENT)
+    native, verl, problems = parse_changes(st.session_state.get(keys.cmp_overrides(i), ""))
+    if problems:
+        return None, problems, []
+    try:
+        base = current if base_id == CURRENT else state.preset_scenario(base_id)
+        if base is None:
+            return None, [tr(L, "cmp.current") + ": " + tr(L, "err.invalid_inputs")], []
+        s, notes = load_scenario_with_warnings(base, overrides=native, verl_overrides=verl or None)
+        return s, [], notes
+    except InputError as err:
+        return None, list(err.problems), []
+    except Exception as exc:  # never a traceback
+        return None, [f"{type(exc).__name__}: {exc}"], []
+
+
+L = state.lang()
+ss = st.session_state
+if keys.cmp_base(0) not in ss:
+    apply_quick("ppo_grpo")
+
+st.markdown(f"#### {tr(L, 'cmp.title')}")
+st.caption(tr(L, "cmp.caption"))
+top_l, top_r = st.columns([4, 1])
+with top_l:
+    st.pills(
+        tr(L, "cmp.quick"),
+        quick_options(),
+        format_func=lambda q: tr(L, f"cmp.quick.{q}"),
+        key=keys.CMP_QUICK,
+        on_change=apply_quick,
+    )
+with top_r:
+    count = int(
+        st.number_input(
+            tr(L, "cmp.count"), min_value=2, max_value=MAX_SCENARIOS, step=1, key=keys.CMP_COUNT, persist_state=PERSIST
+        )
+    )
+
+current = state.build_scenario().scenario
+presets = state.preset_ids()
+items: list[tuple[str, Scenario, Report]] = []
+columns = st.columns(count, gap="small")
+for i, col in enumerate(columns):
+    ss.setdefault(keys.cmp_base(i), CURRENT)
+    ss.setdefault(keys.cmp_overrides(i), "")
+    ss.setdefault(keys.cmp_label(i), f"#{i + 1}")
+    if ss[keys.cmp_base(i)] not in [CURRENT, *presets]:
+        ss[keys.cmp_base(i)] = CURRENT
+    with col, st.container(border=True):
+        st.text_input(tr(L, "cmp.label"), key=keys.cmp_label(i), persist_state=PERSIST)
+        st.selectbox(
+            tr(L, "cmp.base"),
+            [CURRENT, *presets],
+            format_func=lambda v: tr(L, "cmp.current") if v == CURRENT else state.preset_name(v),
+            key=keys.cmp_base(i),
+            persist_state=PERSIST,
+        )
+        st.text_area(
+            tr(L, "cmp.overrides"),
+            key=keys.cmp_overrides(i),
+            height=90,
+            placeholder="rollout.n=8",
+            persist_state=PERSIST,
+        )
+        scenario, problems, notes = build_column(i, current)
+        if scenario is None:
+            st.error("**" + tr(L, "cmp.invalid") + "**\n\n" + "\n".join(f"- {p}" for p in problems))
+            continue
+        try:
+            report = estimate(scenario)
+        except Exception as exc:
+            st.error(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}"))
+            continue
+        label = ss.get(keys.cmp_label(i)) or f"#{i + 1}"
+        items.append((label, scenario, report))
+        p = report.peak
+        st.metric(
+            tr(L, "metric.peak"),
+            f"{p.gib_per_gpu:.2f} GiB",
+            delta=f"{p.headroom_gib:+.2f} GiB " + tr(L, "metric.headroom"),
+            delta_color="normal",
+        )
+        st.caption(
+            f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · "
+            f"{tr(L, 'metric.peak_phase')}: {p.phase} · {tr(L, 'metric.worst')}: {p.worst_case_gib_per_gpu:.2f} GiB"
+        )
+        if notes:
+            with st.expander(tr(L, "cmp.notes")):
+                for n in notes:
+                    st.caption(n)
+
+if len(items) >= 1:
+    st.markdown(f"#### {tr(L, 'cmp.chart')}")
+    fig = figures.comparison_figure([(label, r) for label, _, r in items], lang=L)
+    render.chart(fig, keys.CMP_CHART, "rlplan-comparison")
+
+    t1, t2 = st.columns([2, 3], gap="medium")
+    with t1:
+        st.markdown(f"**{tr(L, 'cmp.phase_totals')}**")
+        phase_names: list[str] = []
+        for _, _, r in items:
+            phase_names += [p.name for p in r.phases if p.name not in phase_names]
+        table = {
+            label: [next((p.total_gib for p in r.phases if p.name == ph), None) for ph in phase_names]
+            for label, _, r in items
+        }
+        num = pd.DataFrame(table, index=phase_names, dtype=float)
+        num.columns = [f"{i + 1}. {c}" for i, c in enumerate(num.columns)]
+        text = num.map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
+        peak_mask = num.eq(num.max(axis=0), axis=1)
+        st.dataframe(
+            text.style.apply(lambda col: ["background-color:#fdecea" if m else "" for m in peak_mask[col.name]]),
+            width="stretch",
+        )
+    with t2:
+        st.markdown(f"**{tr(L, 'cmp.diff')}**")
+        flats = [scenario_flat(s) for _, s, _ in items]
+        diff = [k for k in settings_diff(flats) if k not in ("name", "description")]
+        if diff:
+            rows = {
+                f"{i + 1}. {label}": [
+                    "(config.json)" if k == "model.config" and flats[i].get(k) else encode_value(flats[i].get(k))
+                    for k in diff
+                ]
+                for i, (label, _, _) in enumerate(items)
+            }
+            st.dataframe(pd.DataFrame(rows, index=diff), width="stretch")
+        else:
+            st.info(tr(L, "cmp.no_diff"))
+
+    c1, c2, _ = st.columns([1, 1, 3])
+    with c1:
+        st.download_button(
+            tr(L, "cmp.dl_md"),
+            data=summary.comparison_markdown(items, diff, L),
+            file_name="rlplan-comparison.md",
+            mime="text/markdown",
+            key=keys.CMP_DL_MD,
+            on_click="ignore",
+            icon=":material/article:",
+            width="stretch",
+        )
+    with c2:
+        render.png_button(fig, keys.CMP_DL_PNG, "rlplan-comparison", tr(L, "cmp.dl_png"), tr(L, "cmp.md_title"))

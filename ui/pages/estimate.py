@@ -1,0 +1,234 @@
+"""Estimate: peak memory per GPU, phase by phase, for the scenario in the sidebar."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from calculator import estimate
+from calculator.report import Report
+from ui import figures, inputs, keys, render, state, summary
+from ui.i18n import tr, tr_or
+
+L = state.lang()
+built = state.build_scenario()
+inputs.render_sidebar(built)
+state.sync_url(built)
+
+render.url_problems()
+if built.scenario is None:
+    st.markdown(f"#### {tr(L, 'est.title')}")
+    render.problems(built)
+    st.stop()
+
+scenario = built.scenario
+try:
+    report: Report = estimate(scenario)
+except Exception as exc:  # the calculator raised on a valid scenario: show it, never a traceback
+    st.error(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}"), icon=":material/error:")
+    st.stop()
+
+algo = st.session_state.get(keys.ALGO, scenario.algorithm.adv_estimator)
+st.markdown(f"#### {tr(L, 'est.title')}")
+st.caption(render.scenario_caption(report, algo))
+render.headline(report)
+render.advice(scenario, report)
+
+# ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
+time_pair = render.optional("ui.figures_time", "step_time_figure") if report.time is not None else None
+fig_time = render.call_figure(time_pair[0], report, lang=L) if time_pair else None
+left, right = st.columns([3, 2], gap="large")
+
+with left:
+    head_l, head_r = st.columns([3, 2], vertical_alignment="center")
+    head_l.markdown(f"**{tr(L, 'est.memory')}**")
+    with head_r:
+        worst = (
+            st.segmented_control(
+                tr(L, "est.case"),
+                ["expected", "worst"],
+                default="expected",
+                format_func=lambda v: tr(L, f"est.case.{v}"),
+                key=keys.VIEW_CASE,
+                help=tr(L, "est.case_help"),
+                label_visibility="collapsed",
+            )
+            == "worst"
+        )
+    fig_components = figures.memory_figure(report, lang=L, worst=worst)
+    fig_roles = figures.role_figure(report, lang=L, worst=worst)
+    tab_c, tab_r = st.tabs([tr(L, "est.by_component"), tr(L, "est.by_role")])
+    with tab_c:
+        render.chart(fig_components, keys.CHART_MEMORY, "rlplan-memory-by-component")
+    with tab_r:
+        render.chart(fig_roles, keys.CHART_ROLES, "rlplan-memory-by-role")
+
+    # breakdown of one phase
+    st.markdown(f"**{tr(L, 'est.breakdown')}**")
+    phases = list(report.worst_case_phases if worst and report.worst_case_phases else report.phases)
+    names = [p.name for p in phases]
+    peak_name = report.peak.worst_case_phase if worst else report.peak.phase
+    if st.session_state.get(keys.BREAKDOWN_PHASE) not in [None, "__peak__", *names]:
+        del st.session_state[keys.BREAKDOWN_PHASE]  # a phase of the previous scenario: back to the peak
+    choice = st.pills(
+        tr(L, "est.phase"),
+        ["__peak__", *names],
+        default="__peak__",
+        format_func=lambda v: tr(L, "est.peak_phase_option", phase=peak_name) if v == "__peak__" else v,
+        key=keys.BREAKDOWN_PHASE,
+        label_visibility="collapsed",
+        wrap=True,
+    )
+    phase = next(p for p in phases if p.name == (choice if choice in names else peak_name))
+    rows = summary.breakdown_rows(phase, L)
+    df = pd.DataFrame(rows).drop(columns=[tr(L, "table.formula")])
+    st.dataframe(
+        df,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            tr(L, "table.gib"): st.column_config.NumberColumn(format="%.2f"),
+            tr(L, "table.share"): st.column_config.ProgressColumn(format="%.1f%%", min_value=0, max_value=100),
+        },
+    )
+    st.caption(tr(L, "est.phase_total", phase=phase.name, total=phase.total_gib, alloc=phase.trainer_allocated_gib))
+    st.markdown(f"**{tr(L, 'est.how')}**")
+    f_cols = st.columns(2)
+    for i, row in enumerate(rows):
+        name = row[tr(L, "table.component")]
+        with f_cols[i % 2], st.expander(f"{name} — {row[tr(L, 'table.gib')]:.2f} GiB"):
+            st.code(row[tr(L, "table.formula")] or "—", language=None, wrap_lines=True)
+            explanation = tr_or(L, f"comp.{name}", "")
+            if explanation:
+                st.caption(explanation)
+
+with right:
+    if fig_time is not None:
+        st.markdown(
+            f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
+        )
+        fig_time.update_layout(
+            title=None,
+            margin=dict(l=10, r=10, t=10, b=10),
+            legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
+            height=(fig_time.layout.height or 400) + 120,
+        )
+        render.chart(fig_time, keys.CHART_TIME, "rlplan-step-time")
+    elif report.time is not None and report.time.phases_s:
+        with st.container(border=True):
+            st.markdown(f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s**")
+            total = sum(report.time.phases_s.values()) or 1.0
+            st.dataframe(
+                pd.DataFrame(
+                    [(k, v, v / total * 100) for k, v in report.time.phases_s.items()],
+                    columns=[tr(L, "table.phase"), tr(L, "table.seconds"), tr(L, "table.share")],
+                ),
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    tr(L, "table.seconds"): st.column_config.NumberColumn(format="%.1f"),
+                    tr(L, "table.share"): st.column_config.ProgressColumn(format="%.0f%%", min_value=0, max_value=100),
+                },
+            )
+            st.caption(tr(L, "est.step_time_table"))
+    ro = report.rollout
+    with st.container(border=True):
+        st.markdown(f"**{tr(L, 'est.rollout_title', engine=ro.engine, replicas=ro.num_replicas)}**")
+        budget_rows = [
+            (tr(L, "est.ro.weights"), ro.weights_gib_per_gpu),
+            (tr(L, "est.ro.activations"), ro.activation_gib_per_gpu),
+            (tr(L, "est.ro.non_torch"), ro.non_torch_gib_per_gpu),
+            (tr(L, "est.ro.graphs"), ro.cuda_graphs_gib_per_gpu),
+            (tr(L, "est.ro.kv"), ro.kv_cache_gib_per_gpu),
+        ]
+        st.dataframe(
+            pd.DataFrame(budget_rows, columns=[tr(L, "est.ro.item"), "GiB / GPU"]),
+            hide_index=True,
+            width="stretch",
+            column_config={"GiB / GPU": st.column_config.NumberColumn(format="%.2f")},
+        )
+        st.caption(
+            tr(
+                L,
+                "est.ro.budget",
+                budget=ro.budget_gib_per_gpu,
+                util=scenario.rollout.gpu_memory_utilization,
+                usable=report.hardware.usable_memory_gib,
+            )
+        )
+        st.markdown(
+            tr(
+                L,
+                "est.ro.capacity",
+                tokens=ro.kv_cache_tokens_per_replica,
+                conc=ro.max_concurrent_sequences_per_replica,
+                conc_max=ro.max_concurrent_sequences_per_replica_at_max_len,
+                demand=ro.sequences_per_replica,
+            )
+        )
+        if ro.engine == "vllm":
+            ok = ro.startup_free_gib >= ro.startup_required_gib
+            st.markdown(
+                (":material/check_circle: " if ok else ":material/block: ")
+                + tr(L, "est.ro.startup", free=ro.startup_free_gib, required=ro.startup_required_gib)
+            )
+        if ro.formulas:
+            with st.expander(tr(L, "est.how")):
+                for name, text in ro.formulas.items():
+                    st.markdown(f"**{name}**")
+                    st.code(text, language=None, wrap_lines=True)
+    render.warnings(report, scenario)
+
+# ----------------------------------------------------------------------------- share and export
+st.markdown(f"#### {tr(L, 'est.export')}")
+slug = (report.model.name + "-" + report.hardware.gpu).replace(" ", "_").replace("/", "_")[:60]
+buttons = st.columns(6 if fig_time is not None else 5)
+with buttons[0]:
+    st.download_button(
+        tr(L, "dl.yaml"),
+        data=summary.scenario_yaml(scenario),
+        file_name=f"scenario-{slug}.yaml",
+        mime="application/x-yaml",
+        key=keys.DL_YAML,
+        on_click="ignore",
+        icon=":material/description:",
+        width="stretch",
+    )
+with buttons[1]:
+    st.download_button(
+        tr(L, "dl.json"),
+        data=json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False),
+        file_name=f"report-{slug}.json",
+        mime="application/json",
+        key=keys.DL_JSON,
+        on_click="ignore",
+        icon=":material/data_object:",
+        width="stretch",
+    )
+with buttons[2]:
+    st.download_button(
+        tr(L, "dl.md"),
+        data=summary.markdown_summary(scenario, report, L, algorithm=algo),
+        file_name=f"summary-{slug}.md",
+        mime="text/markdown",
+        key=keys.DL_MD,
+        on_click="ignore",
+        icon=":material/article:",
+        width="stretch",
+    )
+title = f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · {algo}"
+with buttons[3]:
+    render.png_button(
+        fig_components, keys.DL_PNG_COMPONENTS, f"memory-components-{slug}", tr(L, "dl.png_components"), title
+    )
+with buttons[4]:
+    render.png_button(fig_roles, keys.DL_PNG_ROLES, f"memory-roles-{slug}", tr(L, "dl.png_roles"), title)
+if fig_time is not None:
+    with buttons[5]:
+        render.png_button(fig_time, keys.DL_PNG_TIME, f"step-time-{slug}", tr(L, "dl.png_time"), title)
+params = state.url_params(built)
+st.caption(tr(L, "est.share", n=len([k for k in params if "." in k]), preset=params.get("preset", "")))
+st.code("?" + urlencode(params), language=None, wrap_lines=True)

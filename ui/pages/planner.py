@@ -1,0 +1,124 @@
+"""Planner: for each GPU type, the fewest GPUs that fit and the recommended configuration."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from calculator.scenario import Scenario
+from ui import inputs, keys, render, state
+from ui.fields import encode_value
+from ui.i18n import tr
+from ui.options import gpu_ids, gpu_label
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def run_plan(s: Scenario, gpus: tuple[str, ...], max_gpus: int, margin: float) -> dict[str, Any]:
+    """The plan as JSON data (a large sweep over GPU types and counts: cached)."""
+    (plan,) = render.optional("calculator.planner", "plan")
+    result = plan(s, gpus=list(gpus) or None, max_gpus=max_gpus, margin=margin)
+    return result.model_dump(mode="json")
+
+
+def _settings(d: Any) -> str:
+    return ", ".join(f"{k}={encode_value(v)}" for k, v in (d or {}).items()) if isinstance(d, dict) else str(d or "")
+
+
+L = state.lang()
+built = state.build_scenario()
+inputs.render_sidebar(built)
+state.sync_url(built)
+
+st.markdown(f"#### {tr(L, 'plan.title')}")
+st.caption(tr(L, "plan.caption"))
+render.url_problems()
+if built.scenario is None:
+    render.problems(built)
+    st.stop()
+if render.optional("calculator.planner", "plan") is None:
+    st.info(tr(L, "plan.unavailable", why="calculator.planner"), icon=":material/info:")
+    st.stop()
+
+c1, c2, c3 = st.columns([4, 1, 1])
+with c1:
+    gpus = st.multiselect(
+        tr(L, "plan.gpus"),
+        gpu_ids(),
+        format_func=gpu_label,
+        key=keys.PLAN_GPUS,
+        help=tr(L, "plan.gpus_help"),
+        placeholder=tr(L, "plan.all_gpus"),
+    )
+with c2:
+    max_gpus = st.number_input(
+        tr(L, "plan.max_gpus"), min_value=1, max_value=65536, value=1024, step=8, key=keys.PLAN_MAX_GPUS
+    )
+with c3:
+    margin = st.number_input(
+        tr(L, "plan.margin"),
+        min_value=0.0,
+        max_value=0.9,
+        value=0.10,
+        step=0.05,
+        format="%.2f",
+        key=keys.PLAN_MARGIN,
+        help=tr(L, "plan.margin_help"),
+    )
+
+try:
+    with st.spinner("…"):
+        data = run_plan(built.scenario, tuple(gpus), int(max_gpus), float(margin))
+except Exception as exc:  # never a traceback
+    st.error(tr(L, "plan.failed", why=f"{type(exc).__name__}: {exc}"), icon=":material/error:")
+    st.stop()
+
+rows = []
+for row in data.get("rows", []):
+    rec = row.get("recommended") or {}
+    rows.append(
+        {
+            tr(L, "plan.gpu"): row.get("gpu_name") or gpu_label(row.get("gpu", "")),
+            tr(L, "plan.min_gpus"): str(row["min_gpus"]) if row.get("min_gpus") is not None else tr(L, "plan.none"),
+            tr(L, "plan.rec_gpus"): rec.get("num_gpus"),
+            tr(L, "plan.nodes"): rec.get("num_nodes"),
+            tr(L, "plan.peak"): rec.get("peak_gib_per_gpu"),
+            tr(L, "plan.worst"): rec.get("worst_case_gib_per_gpu"),
+            tr(L, "plan.step"): rec.get("step_s"),
+            tr(L, "plan.cost"): rec.get("cost_per_step"),
+            tr(L, "plan.settings"): _settings(rec.get("settings")),
+            tr(L, "plan.min_settings"): _settings(row.get("min_settings")),
+            tr(L, "plan.note"): row.get("note", ""),
+        }
+    )
+st.dataframe(
+    pd.DataFrame(rows),
+    hide_index=True,
+    width="stretch",
+    height=min(36 * (len(rows) + 1) + 4, 900),
+    column_config={
+        tr(L, "plan.peak"): st.column_config.NumberColumn(format="%.1f"),
+        tr(L, "plan.worst"): st.column_config.NumberColumn(format="%.1f"),
+        tr(L, "plan.step"): st.column_config.NumberColumn(format="%.1f"),
+        tr(L, "plan.cost"): st.column_config.NumberColumn(format="$%.3f"),
+    },
+)
+with_overrides = [r for r in data.get("rows", []) if (r.get("recommended") or {}).get("verl_overrides")]
+if with_overrides:
+    with st.expander(tr(L, "plan.overrides")):
+        for r in with_overrides:
+            st.markdown(f"**{r.get('gpu_name') or r.get('gpu')}**")
+            st.code(" \\\n".join(r["recommended"]["verl_overrides"]), language="bash")
+if "elapsed_s" in data:
+    st.caption(tr(L, "plan.elapsed", s=float(data["elapsed_s"])))
+st.download_button(
+    tr(L, "plan.dl_json"),
+    data=json.dumps(data, indent=2, ensure_ascii=False),
+    file_name="rlplan-plan.json",
+    mime="application/json",
+    key=keys.PLAN_DL_JSON,
+    on_click="ignore",
+    icon=":material/data_object:",
+)

@@ -1,0 +1,272 @@
+"""Streamlit pieces shared by the pages: the headline, charts with PNG download, problems, optional modules."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from calculator.report import Report
+from calculator.scenario import Scenario
+from ui import export, fields, keys, state
+from ui.i18n import tr
+
+
+def optional(module: str, *names: str) -> tuple[Any, ...] | None:
+    """Import names from a module that another engineer may still be writing; None when it is not there yet."""
+    try:
+        mod = importlib.import_module(module)
+        return tuple(getattr(mod, n) for n in names)
+    except Exception:  # ImportError, AttributeError, or an error inside a half-written module
+        return None
+
+
+def call_figure(builder: Callable[..., go.Figure], *args: Any, lang: str) -> go.Figure | None:
+    """Call a figure builder of another module, with ``lang=`` when it takes it; None if it fails."""
+    try:
+        return builder(*args, lang=lang)
+    except TypeError:
+        try:
+            return builder(*args)
+        except Exception:
+            return None
+    except Exception:
+        return None
+
+
+def problems(built: state.Built) -> None:
+    L = state.lang()
+    st.error(
+        "**" + tr(L, "err.invalid_inputs") + "**\n\n" + "\n".join(f"- {p}" for p in built.problems),
+        icon=":material/block:",
+    )
+
+
+def url_problems() -> None:
+    msgs = st.session_state.get("_url_problems") or []
+    if msgs:
+        st.warning(
+            "**" + tr(state.lang(), "url.ignored") + "**\n\n" + "\n".join(f"- {m}" for m in msgs),
+            icon=":material/link_off:",
+        )
+
+
+def _fmt_gib(x: float) -> str:
+    return f"{x:.2f} GiB"
+
+
+def headline(report: Report) -> None:
+    """The answer at a glance: does it fit, with how much headroom, where is the peak, what about max lengths."""
+    L = state.lang()
+    r = report
+    p = r.peak
+    usable = r.hardware.usable_memory_gib
+    if p.fits and p.worst_case_fits:
+        st.success(
+            tr(L, "head.fits", peak=p.gib_per_gpu, usable=usable, phase=p.phase, headroom=p.headroom_gib),
+            icon=":material/check_circle:",
+        )
+    elif p.fits:
+        st.warning(
+            tr(
+                L,
+                "head.fits_not_worst",
+                peak=p.gib_per_gpu,
+                usable=usable,
+                phase=p.phase,
+                worst=p.worst_case_gib_per_gpu,
+                worst_phase=p.worst_case_phase,
+            ),
+            icon=":material/warning:",
+        )
+    elif not r.rollout.starts and p.gib_per_gpu <= usable:
+        st.error(
+            tr(L, "head.no_start", free=r.rollout.startup_free_gib, required=r.rollout.startup_required_gib),
+            icon=":material/block:",
+        )
+    else:
+        st.error(
+            tr(L, "head.oom", peak=p.gib_per_gpu, usable=usable, phase=p.phase, over=-p.headroom_gib),
+            icon=":material/error:",
+        )
+    weights = [1.0, 1.0, 1.3, 1.25, 1.1, 1.0]
+    cols = st.columns(weights if r.time is not None else weights[:5])
+    cols[0].metric(
+        tr(L, "metric.peak"),
+        _fmt_gib(p.gib_per_gpu),
+        delta=f"{p.headroom_gib:+.2f} GiB",
+        delta_color="normal",
+        help=tr(L, "metric.peak_help"),
+        border=True,
+    )
+    cols[1].metric(
+        tr(L, "metric.usable"),
+        _fmt_gib(usable),
+        delta=r.hardware.gpu_name or r.hardware.gpu,
+        delta_color="off",
+        delta_arrow="off",
+        help=tr(L, "metric.usable_help"),
+        border=True,
+    )
+    cols[2].metric(
+        tr(L, "metric.peak_phase"),
+        p.phase,
+        delta=tr(L, "metric.of_phases", n=len(r.phases)),
+        delta_color="off",
+        delta_arrow="off",
+        help=tr(L, "metric.peak_phase_help"),
+        border=True,
+    )
+    cols[3].metric(
+        tr(L, "metric.worst"),
+        _fmt_gib(p.worst_case_gib_per_gpu),
+        delta=f"{usable - p.worst_case_gib_per_gpu:+.2f} GiB · {p.worst_case_phase}",
+        delta_color="normal",
+        help=tr(L, "metric.worst_help"),
+        border=True,
+    )
+    ro = r.rollout
+    waves = -(-ro.sequences_per_replica // max(1, ro.max_concurrent_sequences_per_replica))
+    cols[4].metric(
+        tr(L, "metric.concurrency"),
+        f"{ro.max_concurrent_sequences_per_replica:,} / {ro.sequences_per_replica:,}",
+        delta=tr(L, "metric.waves", waves=waves, replicas=ro.num_replicas),
+        delta_color="off",
+        delta_arrow="off",
+        help=tr(L, "metric.concurrency_help"),
+        border=True,
+    )
+    if r.time is not None:
+        cols[5].metric(
+            tr(L, "metric.step_time"),
+            f"{r.time.step_s:,.1f} s",
+            delta=f"{r.time.tokens_per_s:,.0f} tok/s",
+            delta_color="off",
+            delta_arrow="off",
+            help=tr(L, "metric.step_time_help"),
+            border=True,
+        )
+
+
+def chart(fig: go.Figure, key: str, filename: str) -> None:
+    st.plotly_chart(fig, key=key, config=export.toolbar_config(filename), width="stretch")
+
+
+def png_button(fig: go.Figure, key: str, filename: str, label: str | None = None, title: str | None = None) -> None:
+    """A PNG download rendered server-side by kaleido on click (deferred: no cost until clicked).
+    ``title`` is added to a copy of the figure at that moment (the on-page chart has none)."""
+    L = state.lang()
+    if not export.png_export_available():
+        return
+
+    def render_png() -> bytes:
+        out = go.Figure(fig)
+        out.update_layout(margin=dict(l=80, r=40, t=80 if title else 40, b=40))  # static export: no automargin
+        if title:
+            out.update_layout(title=dict(text=title, x=0.01, xanchor="left"))
+        return export.figure_png(out)
+
+    st.download_button(
+        label or tr(L, "dl.png"),
+        data=render_png,
+        file_name=f"{filename}.png",
+        mime="image/png",
+        key=key,
+        on_click="ignore",
+        icon=":material/image:",
+        width="stretch",
+    )
+
+
+def warnings(report: Report, scenario: Scenario) -> None:
+    """The calculator's warnings and verl 0.9.1's own config checks (calculator.verl_checks, when present)."""
+    L = state.lang()
+    checker = optional("calculator.verl_checks", "check_config")
+    checks: list[Any] = []
+    if checker is not None:
+        try:
+            checks = list(checker[0](scenario))
+        except Exception:  # a module under construction must not break the page
+            checks = []
+    if not report.warnings and not checks:
+        return
+    with st.container(border=True):
+        if report.warnings:
+            st.markdown(f"**{tr(L, 'head.warnings', n=len(report.warnings))}**")
+            for w in report.warnings:
+                st.warning(w, icon=":material/warning:")
+        if checks:
+            st.markdown(f"**{tr(L, 'head.verl_checks', n=len(checks))}**")
+            for c in checks:
+                if getattr(c, "severity", "") == "error":
+                    st.error(c.message, icon=":material/error:")
+                else:
+                    st.warning(c.message, icon=":material/info:")
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _advice(s: Scenario) -> Any:
+    (advise,) = optional("calculator.advisor", "advise")
+    return advise(s)
+
+
+def apply_changes(changes: dict[str, Any]) -> None:
+    """Callback: copy a suggestion's native field values into the input widgets."""
+    for path, value in changes.items():
+        if path == "model.path":
+            st.session_state[keys.MODEL_PATH] = value
+        elif fields.field(path) is not None:
+            st.session_state[keys.field_key(path)] = fields.coerce(fields.field(path), value)
+    st.toast(tr(state.lang(), "adv.applied", n=len(changes)), icon=":material/check_circle:")
+
+
+def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
+    """What to change when it does not fit (calculator.advisor, when present): ranked, each one click away."""
+    if report.peak.fits and report.peak.worst_case_fits:
+        return
+    if optional("calculator.advisor", "advise") is None:
+        return
+    L = state.lang()
+    try:
+        result = _advice(scenario)
+    except Exception:  # a module under construction must not break the page
+        return
+    suggestions = [sg for sg in result.suggestions if getattr(sg, "helps", True)][:limit]
+    if not suggestions:
+        return
+    with st.expander(tr(L, "adv.title", n=len(result.suggestions)), expanded=True, icon=":material/build:"):
+        st.caption(tr(L, "adv.caption"))
+        head = st.columns([5, 2, 2, 2, 2])
+        for col, text in zip(
+            head,
+            [tr(L, "adv.change"), tr(L, "adv.peak_after"), tr(L, "adv.saving"), tr(L, "adv.time"), ""],
+            strict=True,
+        ):
+            col.markdown(f"<span style='color:#607d8b;font-size:0.85rem'>{text}</span>", unsafe_allow_html=True)
+        for i, sg in enumerate(suggestions):
+            c = st.columns([5, 2, 2, 2, 2], vertical_alignment="center")
+            mark = ":green[:material/check_circle:]" if sg.fits else ":orange[:material/remove_circle:]"
+            c[0].markdown(
+                f"{mark} **{sg.title}**", help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides)
+            )
+            c[1].markdown(f"{sg.peak_gib_per_gpu:.2f} GiB")
+            c[2].markdown(f"−{sg.saving_gib:.2f} GiB" if sg.saving_gib >= 0 else f"+{-sg.saving_gib:.2f} GiB")
+            c[3].markdown("—" if sg.added_step_s is None else f"{sg.added_step_s:+.1f} s")
+            c[4].button(
+                tr(L, "adv.apply"),
+                key=f"adv_apply_{i}",
+                on_click=apply_changes,
+                args=(dict(sg.native_changes),),
+                width="stretch",
+            )
+
+
+def scenario_caption(report: Report, algorithm: str) -> str:
+    r = report
+    return (
+        f"{r.model.name} · {r.hardware.num_gpus} × {r.hardware.gpu_name or r.hardware.gpu} · {algorithm} · "
+        f"verl {r.verl_version}"
+    )

@@ -27,7 +27,6 @@ from calculator.hardware import GpuSpec
 from calculator.report import Component, PhaseMemory
 from calculator.roles import (
     RoleModel,
-    lora_adapted_linears,
     need_critic,
     need_reference_policy,
     need_reward_model,
@@ -243,6 +242,10 @@ def _role_state_components(ctx: Context, role: str, phase: str) -> list[Componen
     if role == "actor":
         st = ctx.actor_state
         active = {"old_log_prob", "update_actor", "weight_sync"} | ({"ref_log_prob"} if ctx.ref_via_actor else set())
+        if s.actor.strategy == "fsdp2" and not s.model.lora_rank:
+            # verl 0.9 get_per_tensor_param: FSDP2 without LoRA skips load_fsdp_model_to_gpu ("_skip_staging") and
+            # moves one shard at a time to the GPU for full_tensor(); offloaded params stay on CPU during the sync.
+            active = active - {"weight_sync"}
         update = phase == "update_actor"
         megatron = s.actor.strategy == "megatron"
         cpu_policy = _fsdp2_cpu_policy(s)
@@ -627,15 +630,14 @@ def phase_memory(ctx: Context, phase: str, worst: bool) -> PhaseMemory:
                 formula=f"checkpoint_engine bucket {s.rollout.update_weights_bucket_megabytes} MiB (uint8 GPU buffer, CUDA IPC)",
             )
         )
+        # Parameters are gathered whole one at a time in the master dtype (get_per_tensor_param: full_tensor(),
+        # no cast). With LoRA (lora.merge=false) the FIRST sync still sends the base weights (vLLM starts from
+        # load_format=dummy; base_sync_done), later syncs only the adapters: the peak over a run is the base's.
+        lt = ctx.actor.arch.largest_tensor_params()
+        mb = 4 if s.actor.fsdp_config.model_dtype == "fp32" and not megatron else 2
+        full, f = lt * mb, f"largest parameter {lt:,} gathered whole (full_tensor) x {mb} B"
         if s.model.lora_rank:
-            largest = max(
-                (i * o for i, o, _ in lora_adapted_linears(ctx.actor.arch, s.model.target_modules)), default=0
-            )
-            full, f = largest * 4, "LoRA: adapters merged per matrix for the sync, largest adapted matrix x 4 B"
-        else:
-            lt = ctx.actor.arch.largest_tensor_params()
-            mb = 4 if s.actor.fsdp_config.model_dtype == "fp32" and not megatron else 2
-            full, f = lt * mb, f"largest parameter {lt:,} gathered whole (full_tensor) x {mb} B"
+            f += " (LoRA: base weights on the first sync, adapters only afterwards)"
         comps.append(Component(name="sync_full_tensor", role="sync", bytes=full, formula=f))
         transient_names |= {"sync_full_tensor"}
     transient = sum(c.bytes for c in comps if c.name in transient_names)

@@ -381,3 +381,18 @@ def test_worst_case_at_max_lengths():
     w = {p.name: p.total_bytes for p in worst}
     assert w["old_log_prob"] > phase(r, "old_log_prob").total_bytes
     assert w["rollout"] == phase(r, "rollout").total_bytes
+
+
+def test_weight_sync_lora_first_sync_sends_base():
+    """lora.merge=false: vLLM starts from dummy weights, so the first sync gathers base tensors whole (fp32)."""
+    r = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"model.lora_rank": 32}))
+    assert comp_bytes(r, "weight_sync", "sync_full_tensor") == V * H * 4
+
+
+def test_weight_sync_fsdp2_offload_streams_shards():
+    """FSDP2 without LoRA skips load_fsdp_model_to_gpu at sync (verl get_per_tensor_param _skip_staging)."""
+    o = {"actor.fsdp_config.param_offload": True}
+    fsdp1 = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides=o))
+    fsdp2 = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**o, "actor.strategy": "fsdp2"}))
+    assert "actor_params" in phase(fsdp1, "weight_sync").components
+    assert "actor_params" not in phase(fsdp2, "weight_sync").components

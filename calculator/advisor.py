@@ -19,6 +19,8 @@ by the step time the change adds (estimate's ``time.step_s``; when there is no s
 lever's mechanism class: 0 none, 1 small, 2 medium, 3 large), then by the peak it leaves. The first
 suggestion in that order that fits is highlighted (``first_fit``). ``combined`` stacks the settings
 changes in rank order, keeping each one that lowers a failing figure, until the scenario fits.
+
+The levers and the candidate changes of each are in ``calculator.advisor_levers``.
 """
 
 from __future__ import annotations
@@ -29,20 +31,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calculator.advisor_levers import LEVERS, Lever, Tier, lever_candidates
 from calculator.api import estimate, load_scenario, resolve_architectures
 from calculator.errors import InputError
 from calculator.fit import DEFAULT_MARGIN, FitCheck, batch_geometry_problem, fit_check, parallel_problem
-from calculator.plan_search import (
-    LORA_RANK,
-    ROLLOUT_TP_CHOICES,
-    TOKEN_BUDGETS,
-    ULYSSES_SP_CHOICES,
-    UTIL_GRID,
-    BatchOption,
-    GpuSearch,
-    batch_overrides,
-    gpu_count_ladder,
-)
+from calculator.plan_search import GpuSearch
 from calculator.planner import (
     DEFAULT_MAX_GPUS,
     Setting,
@@ -53,10 +46,8 @@ from calculator.planner import (
     verl_override_lines,
 )
 from calculator.report import Report
-from calculator.roles import need_critic
-from calculator.scenario import GROUP_ESTIMATORS, Scenario
+from calculator.scenario import Scenario
 
-Tier = Literal["settings", "hardware", "workload"]
 TIER_ORDER: dict[str, int] = {"settings": 0, "hardware": 1, "workload": 2}
 TIME_COST_LABELS = ("none", "small", "medium", "large")
 
@@ -120,194 +111,11 @@ RANKING = (
 
 
 @dataclass(frozen=True)
-class _Lever:
-    lever: str
-    title: str
-    tier: Tier
-    time_class: int  # 0 none, 1 small, 2 medium, 3 large (mechanism, used when there is no step time)
-    source: str
-    explanation: str
-    changes_experiment: bool = False
-
-
-_CHECKLIST = "seed 000 checklist"  # the OOM checklist of seeds/000 (a-f), in its priority order
-# The levers: (id, title, tier, time class, source, why). Candidates are computed per scenario.
-LEVERS: dict[str, _Lever] = {
-    lv.lever: lv
-    for lv in (
-        _Lever("cap_max_model_len", "Cap vLLM max_model_len at prompt + response", "settings", 0, "verl",
-               "verl 0.9 starts vLLM with max_model_len = max_position_embeddings when unset, and vLLM needs "
-               "KV cache for one such sequence to start."),
-        _Lever("fused_kernels", "Fused kernels for log-prob and entropy", "settings", 0, "verl",
-               "Log-probs and entropy in 512-token chunks: the full tokens x vocab logits never exist."),
-        _Lever("entropy_chunking", "Entropy in 2048-token chunks", "settings", 0, "verl",
-               "entropy_from_logits allocates an fp32 tokens x vocab softmax; chunking bounds it at 2048 tokens."),
-        _Lever("entropy_checkpointing", "Recompute entropy in backward", "settings", 1, "verl",
-               "update_actor keeps the fp32 softmax for backward unless entropy is checkpointed."),
-        _Lever("free_cache_engine", "Sleep the rollout engine after generation", "settings", 0, "verl",
-               "free_cache_engine=false keeps vLLM weights and KV cache resident through training."),
-        _Lever("enforce_eager", "Disable vLLM CUDA graphs", "settings", 1, "verl",
-               "CUDA-graph pools survive the engine's sleep and stay resident in every phase; eager decode is "
-               "slower."),
-        _Lever("gpu_memory_utilization", "Lower rollout gpu_memory_utilization", "settings", 0, "verl",
-               "vLLM takes util x total GPU memory beside the trainer's resident state (and needs that much free "
-               "at startup); a smaller share leaves less KV cache, so fewer sequences decode at once."),
-        _Lever("rollout_tp", "Larger rollout tensor parallelism", "settings", 1, "verl",
-               "Splits the rollout weights over more GPUs per replica: more KV cache at the same utilization, "
-               "fewer replicas."),
-        _Lever("micro_batch", "Smaller micro-batches", "settings", 1, "seed 001 micro-batch sizing",
-               "Activations and logits scale with the sequences in one micro-batch (log-prob passes too)."),
-        _Lever("token_budget", "Dynamic batch with a smaller token budget", "settings", 1, "verl",
-               "use_dynamic_bsz packs each micro-batch up to ppo_max_token_len_per_gpu tokens (log-prob passes "
-               "inherit it): memory follows the budget, not the longest sequences."),
-        _Lever("gradient_checkpointing", "Gradient checkpointing", "settings", 2, f"{_CHECKLIST} c)",
-               "Keeps only each layer's input and recomputes the layer in backward (one extra forward)."),
-        _Lever("activation_offload", "Activation offload", "settings", 2, f"{_CHECKLIST} d)",
-               "Checkpointed activations go to CPU; at most two layer groups stay on GPU."),
-        _Lever("optimizer_offload", "Offload the actor's optimizer state", "settings", 2, f"{_CHECKLIST} d)",
-               "AdamW's 8 B/param/N go to CPU while the actor is idle (back for the update): frees the rollout "
-               "and log-prob phases, not update_actor."),
-        _Lever("param_offload", "Offload the actor's parameters", "settings", 3, f"{_CHECKLIST} d)",
-               "The fp32 shard (and grads) go to CPU while the actor is idle: frees the rollout phase and the "
-               "vLLM startup check; PCIe copies every phase."),
-        _Lever("critic_optimizer_offload", "Offload the critic's optimizer state", "settings", 2,
-               f"{_CHECKLIST} d)", "The critic's Adam state goes to CPU while the critic is idle."),
-        _Lever("critic_param_offload", "Offload the critic's parameters", "settings", 3, f"{_CHECKLIST} d)",
-               "The critic's fp32 shard goes to CPU while the critic is idle."),
-        _Lever("offload_policy", "FSDP2 CPU offload policy", "settings", 3, f"{_CHECKLIST} e)",
-               "CPUOffloadPolicy keeps params, grads and optimizer on CPU even during compute; AdamW runs on CPU."),
-        _Lever("full_shard", "Shard over all GPUs (fsdp_size=-1)", "settings", 1, f"{_CHECKLIST} e)",
-               "HSDP replicates the state over groups; full sharding divides it by all GPUs."),
-        _Lever("no_sync_off", "Sharded gradient accumulation", "settings", 1, "verl",
-               "use_no_sync_for_gradient_accumulation keeps unsharded fp32 grads (4 B/param, not divided)."),
-        _Lever("ulysses_sp", "Ulysses sequence parallelism", "settings", 2, "verl",
-               "Splits each micro-batch's tokens over SP GPUs (all-to-all per attention layer)."),
-        _Lever("more_gpus", "More GPUs of the same type", "hardware", 0, f"{_CHECKLIST} f)",
-               "Training state is sharded over all GPUs (FSDP): per-GPU state falls as 1/N; the rollout "
-               "engine's share does not change."),
-        _Lever("smaller_rollout_batch", "Fewer prompts per step", "workload", 0, f"{_CHECKLIST} a)",
-               "Fewer sequences per step. In verl memory follows micro-batches, not the batch, so this mostly "
-               "shortens the step.", True),
-        _Lever("fewer_responses", "Fewer responses per prompt (rollout.n)", "workload", 0, f"{_CHECKLIST} a)",
-               "Group size n multiplies the sequences per step (seed 000, pitfall 2).", True),
-        _Lever("shorter_responses", "Shorter responses", "workload", 0, f"{_CHECKLIST} b)",
-               "KV cache, activations and logits all scale with sequence length.", True),
-        _Lever("shorter_prompts", "Shorter prompts", "workload", 0, f"{_CHECKLIST} b)",
-               "KV cache, activations and logits all scale with sequence length.", True),
-        _Lever("lora", f"LoRA (rank {LORA_RANK}) instead of full fine-tuning", "workload", 0, "verl",
-               "Trains adapters only: no full-size grads or Adam state, no separate reference model.", True),
-    )
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
 class _Tried:
     changes: dict[str, Any]
     scenario: Scenario
     report: Report
     fit: FitCheck
-
-
-def _seq_len(s: Scenario) -> int:
-    return s.data.max_prompt_length + s.data.max_response_length
-
-
-def _candidates(s: Scenario, max_gpus: int) -> dict[str, list[dict[str, Any]]]:
-    """Candidate changes (native dotted fields, mildest first) of every lever that applies to ``s``."""
-    arch = resolve_architectures(s)[0]
-    a, r, m, d = s.actor, s.rollout, s.model, s.data
-    g, per_node = s.hardware.num_gpus, s.hardware.gpus_per_node
-    critic = need_critic(s)
-    megatron = a.strategy == "megatron"
-    off_key = "actor.megatron" if megatron else "actor.fsdp_config"
-    off = a.megatron if megatron else a.fsdp_config
-    sp = a.ulysses_sequence_parallel_size
-    out: dict[str, list[dict[str, Any]]] = {}
-
-    def with_critic(change: dict[str, Any], critic_key: str) -> dict[str, Any]:
-        return {**change, critic_key: next(iter(change.values()))} if critic else change
-
-    # settings: same experiment, same GPUs
-    if r.max_model_len is None and arch.max_position_embeddings > _seq_len(s):
-        out["cap_max_model_len"] = [{"rollout.max_model_len": _seq_len(s)}]
-    if not m.use_fused_kernels:
-        out["fused_kernels"] = [{"model.use_fused_kernels": True}]
-    if not a.entropy_from_logits_with_chunking:
-        out["entropy_chunking"] = [{"actor.entropy_from_logits_with_chunking": True}]
-    if (a.entropy_coeff != 0 or a.calculate_entropy) and not a.entropy_checkpointing:
-        out["entropy_checkpointing"] = [{"actor.entropy_checkpointing": True}]
-    if not r.free_cache_engine:
-        out["free_cache_engine"] = [{"rollout.free_cache_engine": True}]
-    if r.name == "vllm" and not r.enforce_eager:
-        out["enforce_eager"] = [{"rollout.enforce_eager": True}]
-    out["gpu_memory_utilization"] = [
-        {"rollout.gpu_memory_utilization": u} for u in sorted(UTIL_GRID, reverse=True) if u < r.gpu_memory_utilization
-    ]
-    out["rollout_tp"] = [
-        {"rollout.tensor_model_parallel_size": t}
-        for t in ROLLOUT_TP_CHOICES
-        if r.tensor_model_parallel_size < t <= per_node
-        and g % (t * r.data_parallel_size) == 0
-        and arch.num_attention_heads % t == 0
-    ]
-    micro = a.ppo_micro_batch_size_per_gpu or 1
-    if not a.use_dynamic_bsz and micro > 1:
-        sizes = [micro >> i for i in range(1, micro.bit_length())]
-        out["micro_batch"] = [batch_overrides(s, BatchOption("fixed", x)) for x in sizes]
-    mean_len = (d.mean_prompt_length or d.max_prompt_length) + (d.mean_response_length or d.max_response_length)
-    current = a.ppo_max_token_len_per_gpu if a.use_dynamic_bsz else micro * mean_len
-    out["token_budget"] = [
-        batch_overrides(s, BatchOption("dynamic", t)) for t in TOKEN_BUDGETS if t < current and t * sp >= _seq_len(s)
-    ]
-    if not megatron:
-        if not m.enable_gradient_checkpointing:
-            out["gradient_checkpointing"] = [
-                with_critic({"model.enable_gradient_checkpointing": True}, "critic.enable_gradient_checkpointing")
-            ]
-        if not m.enable_activation_offload:
-            out["activation_offload"] = [{"model.enable_activation_offload": True}]
-    if not off.optimizer_offload:
-        out["optimizer_offload"] = [{f"{off_key}.optimizer_offload": True}]
-    if not off.param_offload:
-        out["param_offload"] = [{f"{off_key}.param_offload": True}]
-    if critic and (s.critic.strategy or a.strategy) != "megatron":
-        for what in ("optimizer_offload", "param_offload"):
-            if not getattr(s.critic.fsdp, what):
-                out[f"critic_{what}"] = [{f"critic.fsdp.{what}": True}]
-    if a.strategy == "fsdp2" and not a.fsdp_config.offload_policy:
-        out["offload_policy"] = [{"actor.fsdp_config.offload_policy": True}]
-    if not megatron and (a.fsdp_config.fsdp_size > 0 or s.critic.fsdp.fsdp_size > 0):
-        out["full_shard"] = [with_critic({"actor.fsdp_config.fsdp_size": -1}, "critic.fsdp.fsdp_size")]
-    if not megatron and a.fsdp_config.use_no_sync_for_gradient_accumulation:
-        out["no_sync_off"] = [{"actor.fsdp_config.use_no_sync_for_gradient_accumulation": False}]
-    if m.use_remove_padding and not megatron:
-        out["ulysses_sp"] = [
-            with_critic({"actor.ulysses_sequence_parallel_size": x}, "critic.ulysses_sequence_parallel_size")
-            for x in ULYSSES_SP_CHOICES
-            if sp < x <= per_node and g % x == 0 and arch.num_attention_heads % x == 0
-        ]
-    # hardware: same experiment, more GPUs
-    out["more_gpus"] = [{"hardware.num_gpus": c} for c in gpu_count_ladder(per_node, max_gpus) if c > g]
-    # workload: a different experiment
-    tb = d.train_batch_size
-    out["smaller_rollout_batch"] = [
-        {"data.train_batch_size": x, "actor.ppo_mini_batch_size": min(a.ppo_mini_batch_size, x)}
-        | ({"data.gen_batch_size": max(x, d.gen_batch_size * x // tb)} if d.gen_batch_size is not None else {})
-        for x in (tb // 2, tb // 4)
-        if x >= 1
-    ]
-    low_n = 2 if s.algorithm.adv_estimator in GROUP_ESTIMATORS else 1
-    out["fewer_responses"] = [{"rollout.n": x} for x in dict.fromkeys((r.n // 2, r.n // 4)) if low_n <= x < r.n]
-    for kind in ("response", "prompt"):
-        top, mean = getattr(d, f"max_{kind}_length"), getattr(d, f"mean_{kind}_length")
-        out[f"shorter_{kind}s"] = [
-            {f"data.max_{kind}_length": x} | ({f"data.mean_{kind}_length": x} if mean is not None and mean > x else {})
-            for x in (top // 2, top // 4)
-            if x >= 1
-        ]
-    if m.lora_rank == 0:
-        out["lora"] = [{"model.lora_rank": LORA_RANK}]
-    return {k: v for k, v in out.items() if v}
 
 
 def _try(s: Scenario, changes: dict[str, Any], margin: float) -> _Tried | None:
@@ -341,14 +149,14 @@ def _pick(s: Scenario, lever: str, candidates: list[dict[str, Any]], margin: flo
     return min(tried, key=lambda t: (t.fit.peak_gib_per_gpu, t.fit.worst_case_gib_per_gpu)) if tried else None
 
 
-def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[_Lever, _Tried]]:
+def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[Lever, _Tried]]:
     """The planner's search on this GPU type: the fastest fitting settings at the current GPU count, or
     else the fewest GPUs that fit with the fastest settings found there (LoRA not searched)."""
     srch = GpuSearch(s, s.hardware.gpu, max_gpus=max_gpus, margin=margin, allow_lora=False)
     n = s.hardware.num_gpus
     ev = srch.at_count(n) if srch.is_valid_count(n) else None
     if ev is not None:
-        lever = _Lever(
+        lever = Lever(
             "searched_settings",
             f"Fastest fitting settings at {n} GPUs (planner search)",
             "settings",
@@ -362,7 +170,7 @@ def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[_Lever, _T
         if first is None:
             return []
         ev = srch.relax(first)
-        lever = _Lever(
+        lever = Lever(
             "searched_min_gpus",
             f"{ev.knobs.num_gpus} GPUs with searched settings (fewest that fit)",
             "hardware",
@@ -374,7 +182,7 @@ def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[_Lever, _T
     return [(lever, _Tried(native_diff(s, ev.scenario), ev.scenario, ev.report, ev.fit))]
 
 
-def _suggestion(s: Scenario, base: Report, lever: _Lever, t: _Tried, base_fit: FitCheck) -> Suggestion:
+def _suggestion(s: Scenario, base: Report, lever: Lever, t: _Tried, base_fit: FitCheck) -> Suggestion:
     settings = settings_diff(s, t.scenario)
     step = t.report.time.step_s if t.report.time is not None else None
     base_step = base.time.step_s if base.time is not None else None
@@ -415,11 +223,11 @@ def _improves(new: FitCheck, cur: FitCheck) -> bool:
 
 
 def _combined(
-    s: Scenario, base: Report, ranked: list[tuple[Suggestion, _Lever]], margin: float
-) -> tuple[Suggestion, _Lever] | None:
+    s: Scenario, base: Report, ranked: list[tuple[Suggestion, Lever]], margin: float
+) -> tuple[Suggestion, Lever] | None:
     """Stack the settings changes in rank order, keeping each that lowers a failing figure, until it fits."""
     changes: dict[str, Any] = {}
-    used: list[_Lever] = []
+    used: list[Lever] = []
     cur = _try(s, {}, margin)
     if cur is None:
         return None
@@ -436,7 +244,7 @@ def _combined(
             break
     if len(used) < 2:
         return None  # a single lever is already in the list
-    combo = _Lever(
+    combo = Lever(
         "combined",
         "Combined: " + "; ".join(lv.title[0].lower() + lv.title[1:] for lv in used),
         "settings",
@@ -469,10 +277,10 @@ def advise(
         status = "within_margin"
     else:
         status = "does_not_fit"
-    ranked: list[tuple[Suggestion, _Lever]] = []
+    ranked: list[tuple[Suggestion, Lever]] = []
     combined = None
     if status != "fits":
-        picked = [(LEVERS[k], _pick(s, k, c, margin)) for k, c in _candidates(s, max_gpus).items()]
+        picked = [(LEVERS[k], _pick(s, k, c, margin)) for k, c in lever_candidates(s, max_gpus).items()]
         for lever, t in picked + _planned(s, margin, max_gpus):
             if t is not None:
                 ranked.append((_suggestion(s, base, lever, t, base_fit), lever))

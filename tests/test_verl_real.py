@@ -9,7 +9,7 @@ committed. Checked here:
   (with reasons) in ``NOT_IN_YAML``;
 * ``VERL_DEFAULTS`` equals the wheel's values, and every Scenario default of a mapped field equals verl's
   default (exceptions with reasons in ``DEFAULT_DIFFERENCES``);
-* every verl source location and message quoted by ``calculator/verl_checks.py`` exists in the wheel;
+* every verl source location and message quoted by ``calculator/verl_checks/`` exists in the wheel;
 * with hydra-core installed, exported overrides compose against the real config tree.
 """
 
@@ -253,8 +253,15 @@ def test_quoted_verl_messages_exist(source, path):
         assert fragment in text, f"{fragment!r} not in {path}"
 
 
+def _source_text(module: Any) -> str:
+    """The source of a module, or of every module of a package (calculator.verl and verl_checks are packages)."""
+    path = Path(module.__file__)
+    files = sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path]
+    return "".join(f.read_text() for f in files)
+
+
 def _cited_locations() -> set[tuple[str, str]]:
-    text = Path(C.__file__).read_text() + Path(V.__file__).read_text()
+    text = _source_text(C) + _source_text(V)
     found = re.findall(r"(verl/[\w/]+\.py):([A-Za-z_][\w.]*)(\{?)", text)
     return {(path, name) for path, name, brace in found if not brace}  # f-string templates checked below
 
@@ -282,7 +289,7 @@ def test_estimator_functions_exist(source):
 
 
 def test_every_rule_cites_a_source():
-    seen = set(re.findall(r'"([a-z0-9_]+)",\s*\n\s*"(?:error|warning)"', Path(C.__file__).read_text()))
+    seen = set(re.findall(r'"([a-z0-9_]+)",\s*\n\s*"(?:error|warning)"', _source_text(C)))
     assert {"real_train_batch_size", "mini_batch_dp", "dynamic_token_budget", "rollout_tp_heads"} <= seen
 
 

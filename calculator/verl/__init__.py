@@ -1,0 +1,135 @@
+"""verl 0.9.1 settings <-> Scenario, both ways (DESIGN.md 6.1 ``--verl``, 6.4 ``export``).
+
+The Scenario mirrors verl's Hydra config with ``actor_rollout_ref.`` dropped. ``KEY_MAPS`` lists, for
+every Scenario field verl has, its verl key, the export group and the config(s) the key exists in: the
+FSDP config (``model_engine=dp``, the default, ``_generated_ppo_trainer.yaml``) and/or the Megatron one
+(``model_engine=megatron``, ``_generated_ppo_megatron_trainer.yaml``). ``RLPLAN_ONLY`` lists the fields
+verl does not have. ``tests/test_verl_real.py`` checks every key and every default against the
+verl 0.9.1 wheel.
+
+Export (``export_overrides`` / ``format_overrides`` / ``export_yaml``) emits the keys whose value differs
+from verl's default plus the keys a launch needs anyway; settings verl cannot express become
+``# rlplan: key=<json>`` comment lines, so ``import(export(s)) == s`` exactly. Import
+(``import_verl_text`` / ``import_verl_yaml``) reads a bash launch script or a verl YAML config, resolving
+shell variables and Hydra interpolations; whatever stays unresolved is reported and ignored. Unknown keys
+are warnings, never fatal.
+
+One module per concern, each importing only from the ones above it:
+
+* ``keys``: the key tables (``KEY_MAPS``, ``ALIASES``, ``RLPLAN_ONLY``, ...), ``native_to_verl`` /
+  ``verl_to_native``;
+* ``defaults``: verl 0.9.1's default for every mapped key (``VERL_DEFAULTS``, ``verl_defaults``);
+* ``shell``: bash launch scripts: tokens, shell variables, the integer ``$(( ... ))`` evaluator;
+* ``interpolate``: Hydra values and ``${...}`` / ``oc.select`` interpolations;
+* ``fields``: Scenario field helpers and value conversion both ways (``native_to_verl_items``);
+* ``imports``: ``import_verl_text``, ``import_verl_yaml``, ``apply_verl_overrides``;
+* ``export``: ``export_scenario``, ``export_overrides``, ``format_overrides``, ``export_yaml``,
+  ``export_main``.
+
+Every name below stays importable from ``calculator.verl``.
+"""
+
+from calculator.errors import InputError
+from calculator.scenario import FsdpSection, MegatronSection, RewardRolloutSection, Scenario
+from calculator.verl.defaults import VERL_DEFAULTS, VERL_MEGATRON_DEFAULTS, verl_defaults
+from calculator.verl.export import (
+    Export,
+    export_main,
+    export_overrides,
+    export_scenario,
+    export_yaml,
+    format_overrides,
+    hydra_value,
+)
+from calculator.verl.fields import (
+    SCENARIO_FIELDS,
+    engine_of,
+    native_default,
+    native_field_exists,
+    native_to_verl_items,
+)
+from calculator.verl.fields import _model_id_from_path as _model_id_from_path
+from calculator.verl.imports import (
+    apply_natives,
+    apply_verl_overrides,
+    import_verl_text,
+    import_verl_yaml,
+    read_verl_file,
+)
+from calculator.verl.keys import (
+    ALIASES,
+    ALWAYS_EMIT,
+    BOTH,
+    DEPRECATED_MICRO_KEYS,
+    FSDP_ONLY,
+    GROUPS,
+    IGNORED_PREFIXES,
+    KEY_MAPS,
+    LAUNCH,
+    MEGATRON_ONLY,
+    PLUS_KEYS,
+    RLPLAN_ONLY,
+    TARGET_MODULES,
+    VERL_PLACEHOLDER_MODEL_PATH,
+    Engine,
+    KeyMap,
+    is_rlplan_only,
+    native_to_verl,
+    verl_to_native,
+)
+from calculator.verl.shell import tokenize_overrides
+
+__all__ = [
+    # keys
+    "ALIASES",
+    "ALWAYS_EMIT",
+    "BOTH",
+    "DEPRECATED_MICRO_KEYS",
+    "FSDP_ONLY",
+    "GROUPS",
+    "IGNORED_PREFIXES",
+    "KEY_MAPS",
+    "LAUNCH",
+    "MEGATRON_ONLY",
+    "PLUS_KEYS",
+    "RLPLAN_ONLY",
+    "TARGET_MODULES",
+    "VERL_PLACEHOLDER_MODEL_PATH",
+    "Engine",
+    "KeyMap",
+    "is_rlplan_only",
+    "native_to_verl",
+    "verl_to_native",
+    # defaults
+    "VERL_DEFAULTS",
+    "VERL_MEGATRON_DEFAULTS",
+    "verl_defaults",
+    # fields
+    "SCENARIO_FIELDS",
+    "engine_of",
+    "native_default",
+    "native_field_exists",
+    "native_to_verl_items",
+    # shell
+    "tokenize_overrides",
+    # imports
+    "apply_natives",
+    "apply_verl_overrides",
+    "import_verl_text",
+    "import_verl_yaml",
+    "read_verl_file",
+    # export
+    "Export",
+    "export_main",
+    "export_overrides",
+    "export_scenario",
+    "export_yaml",
+    "format_overrides",
+    "hydra_value",
+    # models this package reads (importable from calculator.verl before it became a package)
+    "FsdpSection",
+    "InputError",
+    "MegatronSection",
+    "RewardRolloutSection",
+    "Scenario",
+]

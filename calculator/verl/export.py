@@ -1,0 +1,264 @@
+"""Export: Scenario -> verl 0.9.1 overrides, launch command or YAML (DESIGN.md 6.4 ``export``).
+
+``export_overrides`` / ``format_overrides`` / ``export_yaml`` emit the keys whose value differs from
+verl's default plus the keys a launch needs anyway (``ALWAYS_EMIT``). Where verl's default is an
+interpolation (``ref.log_prob_use_dynamic_bsz: ${oc.select:actor_rollout_ref.actor.use_dynamic_bsz,false}``)
+rlplan's default is None ("inherit"), and an explicit value is emitted even when it equals the inherited one:
+it no longer follows the other key. The launch command groups keys data / algorithm / actor / rollout / ref /
+critic / reward / trainer with a ``# group`` marker line (in backticks), which bash expands to nothing (a
+comment line would end the backslash-continued command). Settings verl cannot express (the GPU type, mean
+lengths, overhead constants, a Megatron section under FSDP, ...) become ``# rlplan: key=<json>`` comment
+lines: bash, Hydra and verl ignore them, and the importer reads them back, so ``import(export(s)) == s``
+exactly (``export_scenario`` imports its own overrides to find them). ``--format overrides`` prints verl
+keys only (no comments).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from calculator.roles import need_critic
+from calculator.scenario import Scenario
+from calculator.verl.defaults import verl_defaults
+from calculator.verl.fields import (
+    _DEFAULTS,
+    SCENARIO_FIELDS,
+    _get,
+    _kv_dtype_to_verl,
+    _to_verl_value,
+    engine_of,
+    native_default,
+)
+from calculator.verl.imports import _import_flat, apply_natives
+from calculator.verl.interpolate import _parse_scalar
+from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH
+
+
+@dataclass
+class Export:
+    """What ``export`` produces for one scenario."""
+
+    overrides: list[tuple[str, str, Any]] = field(default_factory=list)  # (group, verl key, value)
+    rlplan: list[tuple[str, Any]] = field(default_factory=list)  # (native key, value): not expressible in verl
+    scenario_name: str = ""
+
+
+def _verl_items(s: Scenario, base: Scenario | None) -> list[tuple[str, str, Any]]:
+    eng = engine_of(s)
+    defaults = verl_defaults(eng)
+    items: list[tuple[str, str, Any]] = []
+    if eng == "megatron":
+        items.append(("actor", "model_engine", "megatron"))
+    for km in KEY_MAPS:
+        native = km.native
+        if eng not in km.engines or native in ("hardware.num_gpus", "hardware.gpus_per_node", "actor.strategy"):
+            continue
+        value = _get(s, native)
+        differs_from_base = base is not None and _get(base, native) != value
+        if native == "critic.strategy":
+            if eng == "megatron":
+                continue
+            effective = value or s.actor.strategy
+            if effective == "megatron":
+                continue  # a Megatron critic beside an FSDP actor: not expressible, goes to # rlplan
+            if (need_critic(s) or value is not None or differs_from_base) and effective != defaults[km.verl]:
+                items.append((km.group, km.verl, effective))
+            continue
+        if native == "critic.model_path":
+            if need_critic(s) or value is not None or differs_from_base:
+                items.append((km.group, km.verl, _to_verl_value(native, value, s)))
+            continue
+        if native == "reward_model.model_path":
+            if s.reward_model.enable or value is not None or differs_from_base:
+                items.append((km.group, km.verl, _to_verl_value(native, value, s)))
+            continue
+        if native == "rollout.kv_cache_dtype":
+            if value != "auto":
+                name = s.rollout.name
+                items.append((km.group, f"+{_R}.engine_kwargs.{name}.kv_cache_dtype", _kv_dtype_to_verl(value, name)))
+            continue
+        if native == "actor.optim.optimizer" and eng == "megatron":
+            verl_value = _to_verl_value(native, value, s)
+            if verl_value not in ("adam", "sgd"):
+                continue  # Megatron offers adam / sgd / muon only: goes to # rlplan
+            if verl_value != defaults[km.verl] or differs_from_base:
+                items.append((km.group, km.verl, verl_value))
+            continue
+        default = native_default(native)
+        if value == default and not differs_from_base and not (native in ALWAYS_EMIT and value is not None):
+            continue
+        if value is None:
+            # back to verl's default (an interpolation for the "inherit" fields)
+            items.append((km.group, km.verl, defaults.get(km.verl)))
+            continue
+        items.append((km.group, km.verl, _to_verl_value(native, value, s)))
+    if s.actor.strategy == "fsdp2":
+        items.append(("actor", f"{_A}.strategy", "fsdp2"))
+    if s.reward_model.enable:
+        items.append(("reward", "reward.reward_model.rollout.name", s.rollout.name))
+    per_node = min(s.hardware.num_gpus, s.hardware.gpus_per_node)
+    items.append(("trainer", "trainer.n_gpus_per_node", per_node))
+    items.append(("trainer", "trainer.nnodes", max(1, s.hardware.num_gpus // per_node)))
+    order = {g: i for i, g in enumerate(GROUPS)}
+    return sorted(items, key=lambda it: order[it[0]])  # stable: keeps KEY_MAPS order within a group
+
+
+def export_scenario(scenario: Scenario, base: Scenario | None = None) -> Export:
+    """verl overrides for ``scenario`` plus the ``# rlplan:`` settings verl cannot express.
+
+    With ``base``, keys whose value in ``base`` differs are emitted too, so that reading the overrides
+    onto ``base`` (``load_scenario(base, verl_overrides=...)``) gives ``scenario`` back."""
+    items = _verl_items(scenario, base)
+    natives, _ = _import_flat(
+        {key: value for _, key, value in items}, engine_hint=None, source="script", rlplan=[], quiet=True
+    )
+    rebuilt = (base or _DEFAULTS).model_dump(mode="python")
+    apply_natives(rebuilt, natives)
+    target = scenario.model_dump(mode="python")
+    rlplan = [(f, _get(target, f)) for f in SCENARIO_FIELDS if _get(rebuilt, f) != _get(target, f)]
+    return Export(overrides=items, rlplan=rlplan, scenario_name=scenario.name)
+
+
+def export_overrides(scenario: Scenario, base: Scenario | None = None) -> list[tuple[str, Any]]:
+    """``(verl key, value)`` pairs for ``scenario``: keys that differ from verl 0.9.1's defaults plus the
+    ones a launch always needs, grouped data / algorithm / actor / rollout / ref / critic / reward / trainer."""
+    return [(k, v) for _, k, v in export_scenario(scenario, base).overrides]
+
+
+def hydra_value(value: Any) -> str:
+    """A value in Hydra's override grammar (``null``, ``true``, ``1e-06``, ``[a,b]``, ``'quoted str'``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    if text.startswith("${") or (re.fullmatch(r"[A-Za-z0-9_./:+@%~-]+", text) and _parse_scalar(text) == text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _shell_word(key: str, value: Any) -> str:
+    word = f"{key}={hydra_value(value)}"
+    return word if re.fullmatch(r"[A-Za-z0-9_./:+@%=,-]+", word) else f"{key}={shlex.quote(hydra_value(value))}"
+
+
+def _rlplan_lines(exp: Export) -> list[str]:
+    return [f"# rlplan: {k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in exp.rlplan]
+
+
+def format_overrides(
+    scenario: Scenario | Export,
+    style: Literal["command", "overrides"] = "command",
+    base: Scenario | None = None,
+) -> str:
+    """``command``: a launch command ready to paste (``python3 -m verl.trainer.main_ppo \\`` and one
+    ``key=value \\`` per line, a `` `# group` `` marker per role, which bash expands to nothing), preceded by
+    ``# rlplan:`` lines for the settings verl has no key for. ``overrides``: one ``key=value`` per line,
+    verl keys only (DESIGN.md 6.4), for ``--verl`` on top of the same base scenario."""
+    exp = scenario if isinstance(scenario, Export) else export_scenario(scenario, base)
+    if style == "overrides":
+        return "\n".join(_shell_word(k, v) for _, k, v in exp.overrides) + "\n"
+    lines = [
+        f"# verl 0.9.1 launch settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",
+        "# '# rlplan:' lines hold settings verl has no key for; `python -m calculator estimate --verl FILE` reads them.",
+        *_rlplan_lines(exp),
+        f"{LAUNCH} \\",
+    ]
+    group = None
+    for g, k, v in exp.overrides:
+        if g != group:
+            lines.append(f"    `# {g}` \\")
+            group = g
+        lines.append(f"    {_shell_word(k, v)} \\")
+    lines[-1] = lines[-1][: -len(" \\")]
+    return "\n".join(lines) + "\n"
+
+
+def _nest(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    for key, value in pairs:
+        node = root
+        parts = key.lstrip("+").split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return root
+
+
+def export_yaml(scenario: Scenario, base: Scenario | None = None) -> str:
+    """The same settings as a nested verl YAML fragment, one ``# group`` comment per role, with
+    ``# rlplan:`` comment lines on top. ``import_verl_text`` reads it back."""
+    import yaml
+
+    exp = export_scenario(scenario, base)
+    out = [
+        f"# verl 0.9.1 settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",
+        *_rlplan_lines(exp),
+    ]
+    if any(k == "model_engine" for _, k, _ in exp.overrides):
+        out.append("# Megatron: also pass model_engine=megatron on the command line (it picks verl's config group).")
+    group_of = {k.lstrip("+"): g for g, k, _ in exp.overrides}
+    tree = _nest([(k, v) for _, k, v in exp.overrides])
+
+    def group(prefix: str) -> str:
+        return next(g for k, g in group_of.items() if k == prefix or k.startswith(prefix + "."))
+
+    def dump(obj: dict[str, Any], indent: int) -> list[str]:
+        text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        return [" " * indent + line for line in text.rstrip().splitlines()]
+
+    last = None
+    for top, sub in tree.items():
+        if top == "actor_rollout_ref" and isinstance(sub, dict):
+            out.append("actor_rollout_ref:")
+            for k2, v2 in sub.items():
+                g = group(f"{top}.{k2}")
+                if g != last:
+                    out.append(f"  # {g}")
+                    last = g
+                out += dump({k2: v2}, 2)
+            continue
+        g = group(top)
+        if g != last:
+            out.append(f"# {g}")
+            last = g
+        out += dump({top: sub}, 0)
+    return "\n".join(out) + "\n"
+
+
+def export_main(args: Any, scenario_from_args: Any) -> int:
+    """``python -m calculator export``: print the settings; import notes, verl's config problems and the
+    settings ``--format overrides`` cannot carry go to stderr."""
+    import sys
+
+    from calculator.api import load_scenario
+    from calculator.verl_checks import check_config
+
+    scenario, notes = scenario_from_args(args)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    for problem in check_config(scenario):
+        print(f"verl {problem.severity}: {problem.message}", file=sys.stderr)
+    if args.format == "yaml":
+        print(export_yaml(scenario), end="")
+        return 0
+    if args.format == "command":
+        print(format_overrides(scenario, "command"), end="")
+        return 0
+    base = load_scenario(args.scenario) if args.scenario else None
+    exp = export_scenario(scenario, base)
+    print(format_overrides(exp, "overrides"), end="")
+    if exp.rlplan:
+        lost = " ".join("--set " + shlex.quote(f"{k}={json.dumps(v)}") for k, v in exp.rlplan)
+        print(f"note: not verl settings, give them again with the same base scenario: {lost}", file=sys.stderr)
+    return 0

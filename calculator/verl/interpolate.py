@@ -1,0 +1,116 @@
+"""Hydra values and interpolations: ``${key}``, relative ``${.key}`` and ``${oc.select:key,default}``.
+
+verl's config is OmegaConf/Hydra: a value may interpolate another key (verl 0.9.1
+``_generated_ppo_trainer.yaml``: ``ref.log_prob_use_dynamic_bsz:
+${oc.select:actor_rollout_ref.actor.use_dynamic_bsz,false}``). ``_Resolver`` resolves them against a flat
+``{dotted key: value}`` config (the imported settings over verl's defaults). ``oc.env`` and other
+resolvers, ``???`` (required) values, unknown keys and cycles raise ``_Unresolved``; the importer reports
+the key and ignores it. Command-line values are parsed in Hydra's override grammar (close to YAML flow).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from calculator.verl.defaults import _MISSING
+from calculator.verl.shell import _match_close, _Unresolved
+
+
+def _parse_scalar(text: str) -> Any:
+    from calculator.api import parse_value
+
+    return parse_value(text)
+
+
+def _hydra_parse(raw: Any) -> Any:
+    """A value from the command line in Hydra's grammar (close to YAML flow); interpolations kept."""
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if "${" in text:
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            return text[1:-1]
+        return text
+    if text == "":
+        return ""
+    return _parse_scalar(text)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+class _Resolver:
+    """Resolves Hydra interpolations against a flat ``{dotted key: value}`` config."""
+
+    def __init__(self, flat: dict[str, Any]):
+        self.flat = flat
+
+    def _abs(self, ref: str, at: str) -> str:
+        if not ref.startswith("."):
+            return ref
+        dots = len(ref) - len(ref.lstrip("."))
+        parent = at.split(".")[:-dots]
+        return ".".join([*parent, ref[dots:]])
+
+    def value(self, key: str, stack: tuple[str, ...] = ()) -> Any:
+        if key in stack:
+            raise _Unresolved(f"interpolation cycle at {key}")
+        if key not in self.flat:
+            raise _Unresolved(f"{key} is not a known verl key")
+        v = self.flat[key]
+        if v == _MISSING:
+            raise _Unresolved(f"{key} is ??? (required, not set)")
+        return self.resolve(v, key, (*stack, key))
+
+    def resolve(self, v: Any, at: str, stack: tuple[str, ...] = ()) -> Any:
+        if not isinstance(v, str) or "${" not in v:
+            return v
+        text = v.strip()
+        start = text.find("${")
+        end = _match_close(text, start + 1, "{", "}")
+        if start == 0 and end == len(text) - 1:
+            return self._interp(text[2:-1], at, stack)
+        out, i = [], 0
+        while True:
+            start = text.find("${", i)
+            if start < 0:
+                out.append(text[i:])
+                break
+            end = _match_close(text, start + 1, "{", "}")
+            if end < 0:
+                raise _Unresolved(text)
+            out.append(text[i:start])
+            out.append(str(self._interp(text[start + 2 : end], at, stack)))
+            i = end + 1
+        return "".join(out)
+
+    def _interp(self, inner: str, at: str, stack: tuple[str, ...]) -> Any:
+        inner = inner.strip()
+        if inner.startswith("oc.select:"):
+            args = _split_top(inner[len("oc.select:") :])
+            ref = self._abs(args[0].strip(), at)
+            try:
+                return self.value(ref, stack)
+            except _Unresolved:
+                if len(args) < 2:
+                    return None
+                return self.resolve(_hydra_parse(",".join(args[1:]).strip()), at, stack)
+        if inner.startswith("oc.env:"):
+            raise _Unresolved(f"${{{inner}}} reads the environment at launch")
+        if re.match(r"^[\w.]+:", inner):
+            raise _Unresolved(f"${{{inner}}}: resolver not modelled")
+        return self.value(self._abs(inner, at), stack)

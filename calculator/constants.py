@@ -120,6 +120,45 @@ class EfficiencyConfig(BaseModel):
         "one-shot kernel inside a CUDA graph). H100 benchmarks: ~7 us for 0.5 MiB at TP 2 (vLLM PR #24111, "
         "ca_1stage), 8.5-11.8 us for <= 32 KiB at TP 2-8 (SGLang PR #2904, vLLM kernel); decode runs two per layer.",
     )
+    gemm_half_saturation_tokens: float = Field(
+        default=128.0,
+        gt=0,
+        le=1e6,
+        description="Tokens M per micro-batch per GPU (rows of every weight GEMM: packed tokens after Ulysses SP; "
+        "Megatron: the micro-batch over CP) at which the GEMMs reach half their large-M rate. Compute rates are "
+        "train_mfu / forward_mfu / prefill_mfu x M / (M + this), so those MFUs stay the large-M asymptote. A GEMM "
+        "with M rows reads its K x N weights once for 2·M·K·N FLOPs: below the roofline ridge (peak/HBM, ~300 "
+        "FLOP/B on H100) it is bandwidth-bound, and tile/wave quantisation wastes SMs at small M. Fitted to H100 "
+        "bf16 torch.matmul at LLM shapes (vLLM PR #49363, N=43008 K=5376: 365 / 593 TFLOPS at M = 128 / 256) "
+        "against the large-M ceiling (792 TFLOPS MAMF, stas00/ml-engineering compute/accelerator): M/(M+M_half) = "
+        "0.46 / 0.75 gives M_half = 150 / 86; 128 sits between. GPUs with a lower ridge point (A100: ~150) "
+        "saturate earlier, so it is conservative there.",
+    )
+    train_host_us_per_layer_pass: float = Field(
+        default=500.0,
+        ge=0,
+        le=1e6,
+        description="ESTIMATE: CPU time (us) the trainer spends issuing one decoder layer's kernels in one pass "
+        "(forward, backward and checkpoint recompute count one pass each) of one micro-batch. A HF decoder "
+        "layer runs ~40 eager aten ops forward (RMSNorm in Python, rotary, q/k/v/o, flash-attn varlen, MLP, "
+        "residuals) at 5-25 us of Python + dispatcher + cudaLaunchKernel each, plus the FSDP unit's pre/post "
+        "hooks (pytorch/pytorch #173680 reports ~1 ms per FSDP2 pre_forward in a CPU-bound model). The GPU "
+        "runs asynchronously, so a micro-batch costs max(GPU time, this x layers x passes): it shows only when "
+        "micro-batches are small. Treat as +-2x; Megatron's fused TE layers issue fewer ops.",
+    )
+    eager_decode_host_us_per_layer: float = Field(
+        default=400.0,
+        ge=0,
+        le=1e6,
+        description="ESTIMATE: CPU time (us) vLLM needs to issue one decoder layer of one decode step without "
+        "CUDA graphs (enforce_eager, or batches above the largest captured size). A step then lasts "
+        "max(GPU time, this x layers): vLLM syncs on the sampled tokens every step, so the host cannot run "
+        "ahead. Derived from published eager-vs-graph decode latencies at batch 1, subtracting the graph-mode "
+        "step (GPU + scheduler) from the eager one: Llama-2-7B (32 layers), vLLM V0: 12.0 vs 10.5 ms per token "
+        "(vLLM PR #1440) -> ~310 us/layer; Qwen2.5-7B thinker of Qwen2.5-Omni (28 layers), vLLM V1 on A800: "
+        "~22 vs ~13 ms (vllm-project/vllm-omni #7960) -> ~650 us/layer. Both report no visible gain at large "
+        "batch, where the GPU work covers the launches.",
+    )
     cpu_adam_params_per_s: float = Field(
         default=1.0e9,
         gt=0,

@@ -18,6 +18,8 @@ for a 7B model with a 152k vocabulary.
 
 Left out: element-wise work (norms, RoPE, SwiGLU, softmax of the logits, entropy), which is
 memory-bound and a few percent of a step; MLA's absorbed-weight decode (counted as plain attention).
+Rates: FLOPs are turned into seconds at an MFU (``EfficiencyConfig``) times ``gemm_efficiency``, the share
+of the large-M GEMM rate reached with M tokens per call.
 
 Bandwidths are per GPU and per direction, in bytes/s. Ring collectives move ``(n-1)/n`` of the
 tensor per GPU for all-gather and reduce-scatter and twice that for all-reduce (Patarasuk & Yuan
@@ -121,13 +123,32 @@ def trainable_matmul_params(s: Scenario, role: RoleModel) -> int:
     return matmul_params(role)
 
 
-def train_flops_per_token(s: Scenario, role: RoleModel, seq_len: float, *, recompute: bool) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Recompute:
+    """What backward recomputes, as shares of one forward: ``matmul`` of the 2·N weight FLOPs, ``attention`` of
+    the attention products. FSDP gradient checkpointing recomputes every decoder layer (1, 1); Megatron's
+    ``recompute_granularity: full`` recomputes the layers it checkpoints (``megatron_recompute``), ``selective``
+    only the core attention (0, 1)."""
+
+    matmul: float = 0.0
+    attention: float = 0.0
+
+    @property
+    def any(self) -> bool:
+        return self.matmul > 0 or self.attention > 0
+
+
+NO_RECOMPUTE = Recompute()
+FULL_RECOMPUTE = Recompute(1.0, 1.0)
+
+
+def train_flops_per_token(s: Scenario, role: RoleModel, seq_len: float, *, recompute: Recompute) -> tuple[float, float]:
     """(executed FLOPs, model FLOPs) per trained token of one forward + backward.
 
-    executed = forward 2·N + input grads 2·N + weight grads 2·N_trainable (+ 2·N forward again when
-    gradient checkpointing recomputes each layer) + attention x (1 fwd + 2 bwd (+1 recompute));
-    LoRA adds its adapters' own 6·N_lora. model FLOPs leave the recompute out (MFU convention,
-    Chowdhery et al. 2022 PaLM appendix B).
+    executed = forward 2·N + input grads 2·N + weight grads 2·N_trainable + attention x (1 fwd + 2 bwd)
+    + what backward recomputes (``recompute.matmul`` x 2·N + ``recompute.attention`` x attention; gradient
+    checkpointing: one whole forward again); LoRA adds its adapters' own 6·N_lora. model FLOPs leave the
+    recompute out (MFU convention, Chowdhery et al. 2022 PaLM appendix B).
     """
     n = matmul_params(role)
     trainable = trainable_matmul_params(s, role)
@@ -135,8 +156,15 @@ def train_flops_per_token(s: Scenario, role: RoleModel, seq_len: float, *, recom
     lora_extra = 6.0 * trainable if trainable != n else 0.0
     weight_grads = 2.0 * trainable if trainable == n else 0.0
     model = 4.0 * n + weight_grads + lora_extra + 3.0 * attn
-    executed = model + (2.0 * n + attn if recompute else 0.0)
+    executed = model + 2.0 * n * recompute.matmul + attn * recompute.attention
     return executed, model
+
+
+def gemm_efficiency(s: Scenario, tokens: float) -> float:
+    """Share of the large-M rate that the weight GEMMs reach with ``tokens`` rows per call:
+    M / (M + ``efficiency.gemm_half_saturation_tokens``) (the constant's description has the fit)."""
+    m = max(float(tokens), 1.0)
+    return m / (m + s.efficiency.gemm_half_saturation_tokens)
 
 
 def forward_flops_per_token(role: RoleModel, seq_len: float) -> float:

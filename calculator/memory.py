@@ -369,15 +369,36 @@ def _training_activations(
         split = tp if (m.sequence_parallel and tp > 1) else 1
         layers_per_stage = -(-a.num_layers // pp)
         in_flight = min(pp, batch.num_micro_batches)
-        saved = (
-            act.all_layers_saved_bytes_per_token(a) * layers_per_stage // a.num_layers * t * in_flight // (split * cp)
-        )
+        per_layer = act.all_layers_saved_bytes_per_token(a) // a.num_layers
+        inp = act.checkpoint_input_bytes_per_token(a)
+        g, k = m.recompute_granularity, m.recompute_num_layers or 1
+        # Megatron-core activation recompute (override_transformer_config.recompute_*): "full" + "uniform"
+        # checkpoints groups of k layers (keeps each group's input) and recomputes one group at a time;
+        # "full" + "block" recomputes only the first k layers of each stage; "selective" recomputes the
+        # core attention (its output and log-sum-exp are not kept). Megatron's own fused layers differ from
+        # HF's in detail; the per-layer bytes are the HF-measured ones (calculator/activations.py).
+        if g == "full" and m.recompute_method == "block":
+            kk = min(k, layers_per_stage)
+            per_stage = kk * inp + (layers_per_stage - kk) * per_layer
+            how = f"block recompute of {kk} layers/stage"
+        elif g == "full":
+            groups = -(-layers_per_stage // k)
+            per_stage = groups * inp + min(k, layers_per_stage) * per_layer // in_flight
+            how = f"uniform recompute in groups of {k}"
+        elif g == "selective":
+            core = 2 * a.attn_out_dim + 4 * a.num_attention_heads
+            per_stage = layers_per_stage * max(per_layer - core, inp)
+            how = "selective (core attention) recompute"
+        else:
+            per_stage = layers_per_stage * per_layer
+            how = "no recompute"
+        saved = per_stage * t * in_flight // (split * cp)
         return Component(
             name=f"{role.name}_activations",
             role=role.name,
             bytes=saved + work // (split * cp),
-            formula=f"Megatron: {layers_per_stage} layers/stage x {in_flight} micro-batches in flight (1F1B) x "
-            f"{t} tokens x per-layer saved bytes / (SP {split} x CP {cp}) + working set",
+            formula=f"Megatron ({how}): {layers_per_stage} layers/stage x {in_flight} micro-batches in flight (1F1B) x "
+            f"{t} tokens / (SP {split} x CP {cp}) + working set",
         )
     if ckpt:
         kept = 2 if offload else a.num_layers

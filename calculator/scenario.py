@@ -137,6 +137,44 @@ class MegatronSection(_Frozen):
     use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
     param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
     optimizer_offload: bool = Field(default=False, description="Offload optimizer state while idle.")
+    recompute_granularity: Literal["full", "selective"] | None = Field(
+        default=None,
+        description="verl: megatron.override_transformer_config.recompute_granularity (Megatron-core activation "
+        "recompute; model.enable_gradient_checkpointing is FSDP-only). full = recompute whole layers in backward "
+        "(see recompute_method); selective = recompute only the core attention (recompute_modules "
+        "['core_attn'], verl's default); null = no recompute.",
+    )
+    recompute_method: Literal["uniform", "block"] | None = Field(
+        default=None,
+        description="verl: megatron.override_transformer_config.recompute_method (granularity full only). "
+        "uniform = every layer, checkpointed in groups of recompute_num_layers; block = only the first "
+        "recompute_num_layers layers of each pipeline stage.",
+    )
+    recompute_num_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="verl: megatron.override_transformer_config.recompute_num_layers (granularity full only): "
+        "layers per recompute group (uniform) or recomputed layers per pipeline stage (block), between 1 and "
+        "the layers per pipeline stage.",
+    )
+
+    @model_validator(mode="after")
+    def _recompute(self) -> MegatronSection:
+        # Megatron-core TransformerConfig.__post_init__ rejects these combinations at startup.
+        g = self.recompute_granularity
+        if g == "full" and (self.recompute_method is None or self.recompute_num_layers is None):
+            raise ValueError(
+                f"megatron recompute_granularity 'full' needs recompute_method (uniform|block) and "
+                f"recompute_num_layers (Megatron-core), got method {self.recompute_method!r}, "
+                f"num_layers {self.recompute_num_layers!r}"
+            )
+        if g == "selective" and self.recompute_num_layers is not None:
+            raise ValueError(
+                f"megatron recompute_granularity 'selective' takes no recompute_num_layers (Megatron-core), "
+                f"got {self.recompute_num_layers}"
+            )
+        return self
 
 
 class OptimSection(_Frozen):

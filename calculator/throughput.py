@@ -5,13 +5,24 @@ engine), so ``step_s`` is their sum. Each phase is split into mechanisms (``Time
 
 Worked example (Qwen2.5-7B, 8 x H100, FSDP, micro-batch 16 x 1112 tokens, ckpt on, train_mfu 0.35):
 one micro-batch holds 17,792 tokens; forward + backward + recompute cost (6 + 2) x 7.07e9 matmul
-weights + attention = 1.02e15 FLOPs, i.e. 2.9 s at 989 TFLOPS x 0.35. FSDP gathers the bf16 weights
-twice (forward, backward: 2 x 15.2 GB x 7/8) and reduce-scatters fp32 grads (30.5 GB x 7/8): 53 GB
-per micro-batch at 450 GB/s x 0.75 = 0.16 s, hidden under the compute (FSDP prefetches the next
-unit while the current one computes, so a micro-batch costs max(compute, communication)).
+weights + attention = 1.02e15 FLOPs, i.e. 2.9 s at 989 TFLOPS x 0.35, / 0.993 GEMM efficiency at
+M = 17,792 rows (M / (M + 128)) = 2.93 s. FSDP gathers the bf16 weights twice (forward, backward:
+2 x 15.2 GB x 7/8) and reduce-scatters fp32 grads (30.5 GB x 7/8): 53 GB per micro-batch at
+450 GB/s x 0.75 = 0.16 s, hidden under the compute (FSDP prefetches the next unit while the current one
+computes, so a micro-batch costs max(compute, communication)) except the pipeline fill: the root unit
+(embedding + LM head, 1.09 B params) and one layer (0.23 B) of one gather and of the reduce-scatter,
+17% of 40 GB = 20 ms. The host issues 28 layers x 3 passes x 0.5 ms = 42 ms of launches, hidden too.
+With one sequence per micro-batch (1,112 rows) the same tokens take 11% longer (GEMM efficiency 0.90)
+and pay 16x the fill: per-micro-batch costs are what make small micro-batches slow.
 
 Assumptions, per phase:
 - rollout, reward: ``calculator.throughput_rollout``.
+- every training-side pass, per micro-batch: compute at the phase's MFU x the GEMM efficiency of its
+  mean token count M (``gemm_efficiency``: M / (M + ``gemm_half_saturation_tokens``); the MFUs are the
+  large-M rates; a rank's last, partial micro-batch is not padded), shown as ``compute`` (at the MFU) +
+  ``gemm_small_batch``; FSDP traffic exposed beyond that compute, and never less than the pipeline fill
+  (``throughput_engine.fsdp_io``); host launches (``train_host_us_per_layer_pass`` x layers x passes)
+  exposed beyond all the GPU work of the micro-batch (``host_overhead``).
 - old_log_prob / ref_log_prob / critic_values: forward FLOPs (2·N + attention, ``calculator.flops``)
   at ``forward_mfu``; FSDP all-gathers bf16 weights per micro-batch, overlapped with compute. The
   reference model under FSDP is a forward-only engine forced to CPU offload (verl >= 0.8,
@@ -25,9 +36,10 @@ Assumptions, per phase:
   8 tensors (p, g, m, v read; p, m, v written; grad norm) per local param over HBM. Megatron:
   TP/SP collectives (4 per layer per pass, exposed), EP all-to-all, pipeline bubble
   (pp-1)/(m+pp-1), DP reduce-scatter + all-gather per mini-batch (``throughput_engine``). verl's
-  Megatron engine recomputes only with ``override_transformer_config.recompute_granularity`` (default
-  null; ``model.enable_gradient_checkpointing`` is an FSDP setting), so Megatron runs without
-  recompute here, as in the memory model.
+  Megatron engine recomputes only with ``override_transformer_config.recompute_granularity``
+  (``megatron.recompute_*``; ``model.enable_gradient_checkpointing`` is an FSDP setting): full adds a
+  forward of the recomputed layers (and its TP collectives), selective the core attention only
+  (``throughput_engine.megatron_recompute``).
   ``train_mfu`` applies to the EXECUTED FLOPs (recompute included); ``TimeOut.update_mfu`` and verl's
   ``perf/mfu/actor`` count model FLOPs without recompute, so with checkpointing a compute-bound
   update reports ~0.75 x train_mfu. Calibrate train_mfu from verl's MFU x 8/6 when checkpointing.
@@ -42,8 +54,9 @@ Assumptions, per phase:
   the 2 GiB CUDA-IPC bucket and loaded by vLLM (HBM traffic 2 x 4 B x P + 2 B x P / TP). LoRA
   (``lora.merge`` false, verl's default) sends only the adapters once the base has been synced.
 
-Left out: Python/launch overhead per micro-batch, element-wise kernels (entropy, log-softmax), the
-advantage computation, engine wake-up / sleep, checkpoint saving, validation, data loading.
+Left out: element-wise kernels (entropy, log-softmax), the advantage computation, engine wake-up /
+sleep, checkpoint saving, validation, data loading; host work between micro-batches (verl's per-micro-batch
+metric syncs) beyond the launches.
 """
 
 from __future__ import annotations
@@ -55,10 +68,14 @@ from calculator import batching, memory
 from calculator.architecture import Architecture
 from calculator.batching import PassBatch
 from calculator.flops import (
+    FULL_RECOMPUTE,
+    NO_RECOMPUTE,
     PhaseTime,
+    Recompute,
     collective_bytes_per_s,
     fmt_s,
     forward_flops_per_token,
+    gemm_efficiency,
     hbm_bytes_per_s,
     pcie_bytes_per_s,
     peak_flops,
@@ -70,12 +87,15 @@ from calculator.flops import (
 from calculator.memory import Context
 from calculator.report import TimeOut
 from calculator.roles import RoleModel, lora_params
-from calculator.scenario import Scenario
+from calculator.scenario import MegatronSection, Scenario
 from calculator.throughput_engine import (
     OPTIMIZER_STEP_TENSORS,
+    FsdpIo,
     TrainingEngine,
     fsdp_io,
+    host_seconds,
     megatron_pass,
+    megatron_recompute,
     ulysses_seconds,
 )
 from calculator.throughput_rollout import reward_time, rollout_time
@@ -95,6 +115,27 @@ def _seq_len(s: Scenario) -> float:
     return float(s.data.max_prompt_length + s.data.max_response_length)
 
 
+def _micro_tokens(s: Scenario, pb: PassBatch, sp: int) -> float:
+    """Mean tokens per micro-batch on one GPU: the rank's real tokens over its micro-batches, split over SP.
+    (``PassBatch.tokens_per_gpu`` is the largest micro-batch, which memory needs; a rank with 20 sequences
+    in micro-batches of 16 runs 16 + 4, not 2 x 16.)"""
+    if not pb.sequences_per_gpu:
+        return 0.0
+    return pb.sequences_per_gpu * _seq_len(s) / pb.num_micro_batches / max(sp, 1)
+
+
+def _split_io(io: FsdpIo, extra_host: float, t_gpu: float) -> tuple[float, float]:
+    """(exposed collective, exposed host copy) seconds of one micro-batch: what the GPU work ``t_gpu`` of the
+    same micro-batch cannot hide (FSDP prefetches the next unit while one computes, so a micro-batch lasts
+    max(compute, traffic)), and never less than the pipeline fill ``io.fill``; split pro rata."""
+    host = io.host + extra_host
+    total = io.comm + host
+    if not total:
+        return 0.0, 0.0
+    exposed = max(total - t_gpu, io.fill)
+    return exposed * io.comm / total, exposed * host / total
+
+
 def _forward_phase(
     s: Scenario,
     ctx: Context,
@@ -109,30 +150,37 @@ def _forward_phase(
     L = _seq_len(s)
     fpt = forward_flops_per_token(r.role, L)
     rate = peak_flops(ctx.gpu) * s.efficiency.forward_mfu
-    tokens_total = pb.tokens_per_gpu * pb.num_micro_batches * s.hardware.num_gpus
+    m = _micro_tokens(s, pb, sp)
+    tokens_total = m * pb.num_micro_batches * s.hardware.num_gpus
     if r.megatron:
         terms = megatron_pass(s, ctx, r, pb, L, fpt, s.efficiency.forward_mfu, passes=1)
         f = f"Megatron forward: {pb.num_micro_batches} micro-batches/rank of ~{pb.tokens_per_gpu:,} tokens"
     else:
-        t_cmp = pb.tokens_per_gpu * fpt / rate
-        comm, host = fsdp_io(s, ctx, r, gathers=1, grads=False)
-        if stream_fp32:
-            host += r.params * 4 / r.n / pcie_bytes_per_s(s, ctx.gpu)
-        io = comm + host
-        exposed = max(0.0, io - t_cmp)
+        eff = gemm_efficiency(s, m)
+        t_cmp = m * fpt / rate
+        t_gpu = t_cmp / eff
+        io = fsdp_io(s, ctx, r, gathers=1, grads=False)
+        stream = r.params * 4 / r.n / pcie_bytes_per_s(s, ctx.gpu) if stream_fp32 else 0.0
+        io = io._replace(fill=io.fill + r.edge * stream)
+        comm, host = _split_io(io, stream, t_gpu)
+        a2a = ulysses_seconds(s, ctx, r.role, m, sp, 1)
+        launch = max(0.0, host_seconds(s, r.role, 1) - (t_gpu + comm + host + a2a))
         n = pb.num_micro_batches
         terms = {
             "compute": n * t_cmp,
-            "fsdp_comm": n * exposed * (comm / io if io else 0.0),
-            "param_stream_pcie": n * exposed * (host / io if io else 0.0),
-            "ulysses_all_to_all": n * ulysses_seconds(s, ctx, r.role, pb.tokens_per_gpu, sp, 1),
+            "gemm_small_batch": n * (t_gpu - t_cmp),
+            "fsdp_comm": n * comm,
+            "param_stream_pcie": n * host,
+            "ulysses_all_to_all": n * a2a,
+            "host_overhead": n * launch,
         }
         f = (
-            f"{n} micro-batches x {pb.tokens_per_gpu:,} tokens x {fpt / 1e9:.1f} GFLOP/token / "
-            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.forward_mfu:.0%}) = {fmt_s(n * t_cmp)} compute; "
-            f"per micro-batch all-gather {fmt_s(comm)}"
-            + (f" + fp32 shard over PCIe {fmt_s(host)} (forced CPU offload)" if stream_fp32 else "")
-            + " overlapped with compute"
+            f"{n} micro-batches x {m:,.0f} tokens x {fpt / 1e9:.1f} GFLOP/token / "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.forward_mfu:.0%} x GEMM efficiency {eff:.0%} "
+            f"at {m:,.0f} tokens) = {fmt_s(n * t_gpu)}; per micro-batch all-gather {fmt_s(io.comm)}"
+            + (f" + fp32 shard over PCIe {fmt_s(stream)} (forced CPU offload)" if stream_fp32 else "")
+            + f" overlapped with compute (exposed {fmt_s(comm + host)}); host issues "
+            f"{r.role.arch.num_layers} layers in {fmt_s(host_seconds(s, r.role, 1))}"
         )
     if resident_offload:
         terms["offload_pcie"] = r.offload_seconds(optimizer=False)
@@ -140,54 +188,75 @@ def _forward_phase(
 
 
 def _update_phase(
-    s: Scenario, ctx: Context, r: TrainingEngine, pb: PassBatch, *, epochs: int, num_mini: int, ckpt: bool
+    s: Scenario,
+    ctx: Context,
+    r: TrainingEngine,
+    pb: PassBatch,
+    *,
+    epochs: int,
+    num_mini: int,
+    recompute: Recompute,
 ) -> PhaseTime:
     """ppo_epochs x mini-batches of forward + backward + optimizer step."""
     L = _seq_len(s)
-    executed, model = train_flops_per_token(s, r.role, L, recompute=ckpt)
+    executed, model = train_flops_per_token(s, r.role, L, recompute=recompute)
     rate = peak_flops(ctx.gpu) * s.efficiency.train_mfu
     rounds = epochs * num_mini
+    passes = 2.0 + recompute.matmul  # forward, backward, and the recomputed share of a forward
+    sp = s.actor.ulysses_sequence_parallel_size if r.role.name == "actor" else s.critic.ulysses_sequence_parallel_size
+    m = _micro_tokens(s, pb, sp)
     if r.megatron:
-        per = megatron_pass(s, ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=3 if ckpt else 2)
+        per = megatron_pass(s, ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=passes)
         terms = {k: rounds * v for k, v in per.items()}
         dp_bytes = r.local * (4 + 2) * ring_fraction(r.dp)  # fp32 grad reduce-scatter + bf16 param gather
         terms["dp_comm"] = rounds * dp_bytes / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
         opt_params = r.local / r.dp
-        f = f"Megatron: {rounds} mini-batches x {pb.num_micro_batches} micro-batches, executed {executed / 1e9:.1f} GFLOP/token"
+        rc = r.meg.recompute_granularity
+        f = (
+            f"Megatron: {rounds} mini-batches x {pb.num_micro_batches} micro-batches, executed "
+            f"{executed / 1e9:.1f} GFLOP/token (recompute: {rc or 'none'}"
+            + (f", {recompute.matmul:.0%} of the layers" if rc == "full" else "")
+            + ")"
+        )
     else:
+        ckpt = recompute.any
         n = pb.num_micro_batches
-        t_cmp = pb.tokens_per_gpu * executed / rate
+        eff = gemm_efficiency(s, m)
+        t_cmp = m * executed / rate
+        t_gpu = t_cmp / eff
         gathers = 2 if r.fsdp.reshard_after_forward else 1
-        comm, host = fsdp_io(s, ctx, r, gathers=gathers, grads=True)
+        io = fsdp_io(s, ctx, r, gathers=gathers, grads=True)
         if r.fsdp.use_no_sync_for_gradient_accumulation:  # one reduce-scatter per mini-batch
-            comm += r.trainable * 4 * ring_fraction(r.n) / collective_bytes_per_s(s, ctx.gpu, r.n) / n
-        io = comm + host
-        exposed = max(0.0, io - t_cmp)
+            rs = r.trainable * 4 * ring_fraction(r.n) / collective_bytes_per_s(s, ctx.gpu, r.n)
+            io = io._replace(comm=io.comm + rs / n)
+        comm, host = _split_io(io, 0.0, t_gpu)
         act = 0.0
         if s.model.enable_activation_offload:
             a = r.role.arch
             per_tok = a.num_layers * acts.checkpoint_input_bytes_per_token(a) if ckpt else _all_layers_saved(a)
-            copy = per_tok * pb.tokens_per_gpu / pcie_bytes_per_s(s, ctx.gpu)
+            copy = per_tok * m / pcie_bytes_per_s(s, ctx.gpu)
             fwd_share = forward_flops_per_token(r.role, L) / executed
-            act = max(0.0, copy - t_cmp * fwd_share) + max(0.0, copy - t_cmp * (1 - fwd_share))
-        sp = (
-            s.actor.ulysses_sequence_parallel_size
-            if r.role.name == "actor"
-            else s.critic.ulysses_sequence_parallel_size
-        )
+            act = max(0.0, copy - t_gpu * fwd_share) + max(0.0, copy - t_gpu * (1 - fwd_share))
+        a2a = ulysses_seconds(s, ctx, r.role, m, sp, passes)
+        dispatch = host_seconds(s, r.role, passes)
+        launch = max(0.0, dispatch - (t_gpu + comm + host + act + a2a))
         terms = {
             "compute": rounds * n * t_cmp,
-            "fsdp_comm": rounds * n * exposed * (comm / io if io else 0.0),
-            "cpu_offload_pcie": rounds * n * exposed * (host / io if io else 0.0),
+            "gemm_small_batch": rounds * n * (t_gpu - t_cmp),
+            "fsdp_comm": rounds * n * comm,
+            "cpu_offload_pcie": rounds * n * host,
             "activation_offload": rounds * n * act,
-            "ulysses_all_to_all": rounds * n * ulysses_seconds(s, ctx, r.role, pb.tokens_per_gpu, sp, 3 if ckpt else 2),
+            "ulysses_all_to_all": rounds * n * a2a,
+            "host_overhead": rounds * n * launch,
         }
         opt_params = r.trainable / r.n
         f = (
-            f"{epochs} epoch(s) x {num_mini} mini-batches x {n} micro-batches x {pb.tokens_per_gpu:,} tokens x "
+            f"{epochs} epoch(s) x {num_mini} mini-batches x {n} micro-batches x {m:,.0f} tokens x "
             f"{executed / 1e9:.1f} GFLOP/token ({'6N+2N recompute' if ckpt else '6N'} + attention) / "
-            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.train_mfu:.0%}); per micro-batch FSDP "
-            f"{gathers} bf16 all-gather(s) + fp32 reduce-scatter {fmt_s(comm)}, overlapped: exposed {fmt_s(exposed)}"
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.train_mfu:.0%} x GEMM efficiency {eff:.0%}); "
+            f"per micro-batch FSDP {gathers} bf16 all-gather(s) + fp32 reduce-scatter {fmt_s(io.comm)}, overlapped: "
+            f"exposed {fmt_s(comm + host)}; host issues {r.role.arch.num_layers} layers x {passes:g} passes in "
+            f"{fmt_s(dispatch)}"
         )
     if r.cpu_policy:
         node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
@@ -196,7 +265,7 @@ def _update_phase(
         per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
         terms["optimizer_step"] = rounds * opt_params * per / hbm_bytes_per_s(s, ctx.gpu)
     terms["offload_pcie"] = r.offload_seconds(optimizer=True)
-    tokens_total = pb.tokens_per_gpu * pb.num_micro_batches * rounds * s.hardware.num_gpus
+    tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
     return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
 
 
@@ -246,6 +315,14 @@ def _critic_values(s: Scenario, ctx: Context) -> PhaseTime:
     return _forward_phase(s, ctx, _critic(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
 
 
+def _recompute(ckpt: bool, strategy: str, meg: MegatronSection, role: RoleModel | None) -> Recompute:
+    """FSDP: ``enable_gradient_checkpointing`` recomputes every layer; Megatron: ``recompute_granularity``."""
+    if strategy == "megatron":
+        assert role is not None
+        return megatron_recompute(meg, role.arch)
+    return FULL_RECOMPUTE if ckpt else NO_RECOMPUTE
+
+
 def _update_actor(s: Scenario, ctx: Context) -> PhaseTime:
     a = s.actor
     num_mini = ceil_div(s.data.train_batch_size, min(a.ppo_mini_batch_size, s.data.train_batch_size))
@@ -256,7 +333,7 @@ def _update_actor(s: Scenario, ctx: Context) -> PhaseTime:
         batching.actor_update_batch(s, False),
         epochs=a.ppo_epochs,
         num_mini=num_mini,
-        ckpt=s.model.enable_gradient_checkpointing and s.actor.strategy != "megatron",
+        recompute=_recompute(s.model.enable_gradient_checkpointing, s.actor.strategy, s.actor.megatron, ctx.actor),
     )
 
 
@@ -270,7 +347,7 @@ def _update_critic(s: Scenario, ctx: Context) -> PhaseTime:
         batching.critic_update_batch(s, False),
         epochs=c.ppo_epochs or s.actor.ppo_epochs,
         num_mini=ceil_div(s.data.train_batch_size, mini),
-        ckpt=c.enable_gradient_checkpointing and (c.strategy or s.actor.strategy) != "megatron",
+        recompute=_recompute(c.enable_gradient_checkpointing, c.strategy or s.actor.strategy, c.megatron, ctx.critic),
     )
 
 

@@ -5,7 +5,8 @@ loop submits the whole batch, balanced over replicas); all replicas are alike, s
 long as one replica. Per replica:
 
 prefill (compute-bound)
-    S·P tokens x (2·N_active + causal attention at length P) / (TP x peak x prefill_mfu).
+    S·P tokens x (2·N_active + causal attention at length P) / (TP x peak x prefill_mfu x GEMM efficiency
+    of a step of ``max_num_batched_tokens`` tokens, ``flops.gemm_efficiency``).
     Left out: prefix-cache hits between the n samples of a prompt (vLLM only reuses blocks computed
     in an earlier step; the n copies are usually scheduled together), recompute after preemption.
 
@@ -17,6 +18,11 @@ decode (one step = one token for every running sequence; bandwidth-bound, comput
               + sampler logits b·V·10 B (bf16 logits, fp32 copy, fp32 probabilities; full vocab)
     FLOPs   = b·(2·N_active + 2·c·layers·(q_dim + o_dim)) / TP
     TP all-reduce = 2 per layer x (latency + 2(TP-1)/TP · b·h·2 B / NVLink) (vLLM custom all-reduce)
+    host launch (``host_launch``): a step without a CUDA graph (``enforce_eager``, or a batch above the
+        largest captured size min(2 x max_num_seqs, 512, max_num_batched_tokens)) lasts at least
+        layers x ``eager_decode_host_us_per_layer``: vLLM issues every layer's kernels from Python and
+        waits for the sampled tokens each step. With graphs one replay issues the step. Prefill steps (and
+        the reward model's, eager by default in verl) pay the same when their GPU work is shorter.
 
 concurrency C = min(max_num_seqs, KV blocks // blocks per sequence at the mean lengths) (the
 report's ``max_concurrent_sequences_per_replica``). A synchronous step ends when the LAST response
@@ -35,7 +41,8 @@ R = R_max·U^k with k = R_max/R̄ - 1 (U uniform; a long tail: with R̄ = R_max/
 The last wave is integrated over 24 response positions (midpoint rule). The time spent past the
 mean length is reported as ``long_tail``.
 
-Left out: vLLM scheduler/CPU overhead per step (CUDA graphs hide most of it), chunked-prefill
+Left out: vLLM scheduler/CPU overhead per step outside the forward (input preparation, sampling
+bookkeeping; with graphs and without), chunked-prefill
 interference with decode beyond adding the prefill time, preemption and recompute when the KV
 cache fills, speculative decoding, engine wake-up/sleep, detokenisation and rule-based reward on CPU.
 """
@@ -50,14 +57,15 @@ from calculator.flops import (
     collective_bytes_per_s,
     fmt_s,
     forward_flops_per_token,
+    gemm_efficiency,
     hbm_bytes_per_s,
     matmul_params,
     peak_flops,
     per_architecture,
     total_params,
 )
-from calculator.memory import Context, rollout_settings
-from calculator.rollout import BLOCK_SIZE_TOKENS, SAMPLER_BYTES_PER_LOGIT
+from calculator.memory import Context, reward_settings, rollout_settings
+from calculator.rollout import BLOCK_SIZE_TOKENS, CUDA_GRAPH_MAX_CAPTURE, SAMPLER_BYTES_PER_LOGIT, EngineSettings
 from calculator.scenario import Scenario
 from calculator.units import ceil_div
 
@@ -100,8 +108,37 @@ def _expert_params(arch: Architecture) -> int:
     return arch.num_moe_layers * arch.num_experts * arch.expert_params()
 
 
+def graph_top(es: EngineSettings) -> int:
+    """Largest batch vLLM captures as a CUDA graph (``calculator.rollout.num_cuda_graphs``); 0 = enforce_eager."""
+    if es.enforce_eager:
+        return 0
+    return min(2 * es.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, es.max_num_batched_tokens)
+
+
+def host_step_seconds(s: Scenario, arch: Architecture) -> float:
+    """CPU time to issue one engine step's layers without a CUDA graph (``eager_decode_host_us_per_layer``)."""
+    return arch.num_layers * s.efficiency.eager_decode_host_us_per_layer * 1e-6
+
+
+def _chunked_forward(
+    s: Scenario, es: EngineSettings, arch: Architecture, tokens: float, gpu_s: float
+) -> tuple[float, float]:
+    """(GEMM-efficiency slowdown, exposed host launch) of a prefill-only forward over ``tokens`` tokens that
+    take ``gpu_s`` at the configured MFU: the engine runs it in steps of ``max_num_batched_tokens`` tokens,
+    each at the GEMM efficiency of its size; steps above the captured sizes (or all, with enforce_eager) run
+    without a CUDA graph and last at least the host time of issuing them."""
+    if tokens <= 0:
+        return 0.0, 0.0
+    m = min(float(es.max_num_batched_tokens), tokens)
+    steps = tokens / m
+    slow = gpu_s / gemm_efficiency(s, m) - gpu_s
+    per_step = (gpu_s + slow) / steps
+    launch = steps * max(0.0, host_step_seconds(s, arch) - per_step) if m > graph_top(es) else 0.0
+    return slow, launch
+
+
 class DecodeStep:
-    """Seconds of one decode step of one replica, split into (memory-or-compute, all-reduce)."""
+    """Seconds of one decode step of one replica, split into (memory-or-compute, all-reduce, host launch)."""
 
     def __init__(self, s: Scenario, ctx: Context) -> None:
         arch = ctx.actor.arch
@@ -124,6 +161,9 @@ class DecodeStep:
         self.comm_per_seq = (
             ALLREDUCES_PER_LAYER * arch.num_layers * 2 * (self.tp - 1) / self.tp * arch.hidden_size * 2 / self.nvlink
         )
+        # Batches above the largest captured size (every batch with enforce_eager) launch layer by layer.
+        self.graph_top = graph_top(es)
+        self.host_s = host_step_seconds(s, arch)
 
     def weight_bytes(self, b: float) -> float:
         """Weights read per step per GPU; MoE reads only the experts some token of the batch chose."""
@@ -133,14 +173,16 @@ class DecodeStep:
         touched = 1.0 - (1.0 - a.num_experts_per_tok / a.num_experts) ** b
         return (self.dense + self.experts * touched) * self.wbytes / self.tp
 
-    def seconds(self, b: float, context: float) -> tuple[float, float]:
-        """(memory/compute-bound part, TP all-reduce part) of one step with ``b`` running sequences
-        whose mean context is ``context`` tokens."""
+    def seconds(self, b: float, context: float) -> tuple[float, float, float]:
+        """(memory/compute-bound part, TP all-reduce part, exposed host launch) of one step with ``b``
+        running sequences whose mean context is ``context`` tokens. Without a CUDA graph the step lasts
+        max(GPU time, host time): vLLM waits for the sampled tokens every step, so the CPU cannot run ahead."""
         mem = self.weight_bytes(b) + b * (context * self.kv_per_token + self.sampler_per_seq)
         flops = b * (2.0 * self.n_active + self.attn_per_ctx * context)
         body = max(mem / self.hbm, flops / self.flops)
         comm = self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0
-        return body, comm
+        launch = max(0.0, self.host_s - body - comm) if b > self.graph_top else 0.0
+        return body, comm, launch
 
 
 def concurrency(s: Scenario, ctx: Context) -> int:
@@ -160,26 +202,37 @@ def rollout_time(s: Scenario, ctx: Context) -> PhaseTime:
     cap = max(1, c_kv)
     prefill_flops = seqs * prompt * forward_flops_per_token(ctx.actor, prompt)
     prefill_s = prefill_flops / step.flops
+    es = rollout_settings(s, ctx.actor.arch)
+    prefill_slow, launch_s = _chunked_forward(s, es, ctx.actor.arch, seqs * prompt, prefill_s)
+    prefill_s += prefill_slow
 
     # Steady part: the batch is full while requests wait.
     wave = min(seqs, cap)
     steady_steps = (seqs - wave) * mean_r / wave
     steady_ctx = prompt + second_moment(mean_r, top_r) / (2 * mean_r)
-    body, comm = step.seconds(wave, steady_ctx)
+    body, comm, launch = step.seconds(wave, steady_ctx)
     decode_s, comm_s = steady_steps * body, steady_steps * comm
+    launch_s += steady_steps * launch
     # Last wave: `wave` sequences finishing one by one; the longest reaches max_response_length.
     tail_s = 0.0
     dt = top_r / GRID_POINTS
     for j in range(GRID_POINTS):
         t = (j + 0.5) * dt
         b = max(1.0, wave * survival(t, mean_r, top_r))
-        body, comm = step.seconds(b, prompt + t)
+        body, comm, launch = step.seconds(b, prompt + t)
         if t < mean_r:
             decode_s += body * dt
         else:
             tail_s += body * dt
         comm_s += comm * dt
-    terms = {"prefill": prefill_s, "decode": decode_s, "long_tail": tail_s, "tp_allreduce": comm_s}
+        launch_s += launch * dt
+    terms = {
+        "prefill": prefill_s,
+        "decode": decode_s,
+        "long_tail": tail_s,
+        "tp_allreduce": comm_s,
+        "host_launch": launch_s,
+    }
     w_gib = step.weight_bytes(wave) / 2**30
     full_step_ms = sum(step.seconds(wave, steady_ctx)) * 1e3
     note = "" if c_kv > 0 else " KV cache holds no full sequence: time shown for one sequence at a time."
@@ -190,9 +243,17 @@ def rollout_time(s: Scenario, ctx: Context) -> PhaseTime:
         f"{ctx.gpu.training_tflops:g} TFLOPS = {fmt_s(prefill_s)}. Decode step at batch {wave}: max(("
         f"{w_gib:.2f} GiB weights + KV {wave} x {steady_ctx:.0f} tok x {step.kv_per_token:,} B) / "
         f"({ctx.gpu.hbm_bandwidth_gbps:g} GB/s x {s.efficiency.decode_hbm_efficiency:.0%}), compute) = "
-        f"{full_step_ms:.2f} ms incl. TP all-reduce; {steady_steps:.0f} full-batch steps, then a last wave "
+        f"{full_step_ms:.2f} ms incl. TP all-reduce and host launch; {steady_steps:.0f} full-batch steps, then a last wave "
         f"of {wave} to {top_r:.0f} tokens (mean {mean_r:.0f}): decode {fmt_s(decode_s)}, "
-        f"long tail past the mean {fmt_s(tail_s)}, all-reduce {fmt_s(comm_s)}." + note
+        f"long tail past the mean {fmt_s(tail_s)}, all-reduce {fmt_s(comm_s)}"
+        + (
+            f"; steps without a CUDA graph (batch > {step.graph_top}) wait for the host to issue "
+            f"{ctx.actor.arch.num_layers} layers ({fmt_s(step.host_s)} per step): {fmt_s(launch_s)}"
+            if launch_s
+            else ""
+        )
+        + "."
+        + note
     )
     flops_total = prefill_flops * batching.rollout_replicas(s)
     return PhaseTime(
@@ -213,14 +274,20 @@ def reward_time(s: Scenario, ctx: Context) -> PhaseTime:
     flops = tokens * forward_flops_per_token(ctx.reward, ln.sequence)
     rate = peak_flops(ctx.gpu) * s.efficiency.prefill_mfu * s.hardware.num_gpus
     sec = flops / rate
+    es = reward_settings(s, ctx.reward.arch)
+    replicas = max(1, s.hardware.num_gpus // es.tp)
+    slow, launch = _chunked_forward(s, es, ctx.reward.arch, tokens / replicas, sec)
     formula = (
         f"{tokens:,} tokens x {forward_flops_per_token(ctx.reward, ln.sequence) / 1e9:.1f} GFLOP/token / "
         f"({s.hardware.num_gpus} GPUs x {ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.prefill_mfu:.0%}) "
-        f"= {fmt_s(sec)}"
+        f"= {fmt_s(sec)}, + {fmt_s(slow)} for steps of {min(es.max_num_batched_tokens, tokens):,} tokens"
+        + (f", + {fmt_s(launch)} host launch (enforce_eager)" if launch else "")
     )
-    return PhaseTime(terms={"compute": sec}, formula=formula, model_flops=flops)
+    terms = {"compute": sec, "gemm_small_batch": slow, "host_launch": launch}
+    return PhaseTime(terms=terms, formula=formula, model_flops=flops)
 
 
 def decode_step_seconds(s: Scenario, ctx: Context, batch: int, context_tokens: float) -> float:
-    """One decode step of one replica (memory/compute part + TP all-reduce), for tests and the UI."""
+    """One decode step of one replica (memory/compute part + TP all-reduce + exposed host launch), for tests
+    and the UI."""
     return sum(DecodeStep(s, ctx).seconds(batch, context_tokens))

@@ -312,7 +312,7 @@ def _technique_changes(s: Scenario) -> list[tuple[str, dict[str, Any], bool, str
     rows: list[tuple[str, dict[str, Any], bool, str]] = []
     fsdp = s.actor.strategy != "megatron"
     ck = s.model.enable_gradient_checkpointing
-    why_ck = "" if fsdp else "verl Megatron recomputes via override_transformer_config (not modelled)"
+    why_ck = "" if fsdp else "verl Megatron recomputes via megatron.recompute_granularity, not this FSDP switch"
     rows.append(("gradient checkpointing", dict.fromkeys(_ckpt_keys(s), not ck), ck, why_ck))
     ao = s.model.enable_activation_offload
     rows.append(

@@ -396,3 +396,24 @@ def test_weight_sync_fsdp2_offload_streams_shards():
     fsdp2 = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**o, "actor.strategy": "fsdp2"}))
     assert "actor_params" in phase(fsdp1, "weight_sync").components
     assert "actor_params" not in phase(fsdp2, "weight_sync").components
+
+
+def test_megatron_recompute_lowers_activations():
+    base = {"actor.strategy": "megatron", "actor.megatron.tensor_model_parallel_size": 2}
+    none = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides=base))
+    full = estimate(
+        load_scenario(
+            "qwen2.5-7b-grpo-8xh100",
+            overrides={
+                **base,
+                "actor.megatron.recompute_granularity": "full",
+                "actor.megatron.recompute_method": "uniform",
+                "actor.megatron.recompute_num_layers": 1,
+            },
+        )
+    )
+    sel = estimate(
+        load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**base, "actor.megatron.recompute_granularity": "selective"})
+    )
+    a = [comp_bytes(r, "update_actor", "actor_activations") for r in (none, sel, full)]
+    assert a[0] > a[1] > a[2]

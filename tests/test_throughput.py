@@ -24,6 +24,15 @@ V, H, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 152_064, 3584, 28, 28, 4, 128
 N_MM = P7 - V * H  # matmul weights per token: all but the input embedding (lm_head is untied)
 H100_TFLOPS, H100_HBM, H100_NVLINK_UNI, H100_PCIE5 = 989e12, 3350e9, 450e9, 63e9
 EFF_DECODE, EFF_PREFILL, EFF_FWD, EFF_TRAIN, EFF_NVLINK, EFF_PCIE, EFF_NET = 0.7, 0.5, 0.35, 0.35, 0.75, 0.8, 0.7
+M_HALF = 128  # efficiency.gemm_half_saturation_tokens
+HOST_TRAIN_S, HOST_EAGER_S = 500e-6, 400e-6  # train_host_us_per_layer_pass, eager_decode_host_us_per_layer
+ROOT = 2 * V * H + H  # Qwen2.5-7B outside the layers: embedding + untied lm_head + final norm
+EDGE = (ROOT + (P7 - ROOT) / LAYERS) / P7  # FSDP pipeline fill: root unit + one decoder layer
+
+
+def gemm_eff(tokens):
+    return tokens / (tokens + M_HALF)
+
 
 BASE = "qwen2.5-7b-grpo-8xh100"
 
@@ -61,7 +70,11 @@ def test_prefill_by_hand():
     s, t = times()
     seqs, prompt = 1024 * 5 // 4, 512  # 4 replicas of TP 2; the preset has no mean prompt: max 512
     flops = seqs * prompt * (2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * prompt)
-    assert t["rollout"].terms["prefill"] == pytest.approx(flops / (2 * H100_TFLOPS * EFF_PREFILL), rel=1e-9)
+    step_tokens = 8192  # max_num_batched_tokens: the engine prefills in steps of this size
+    expected = flops / (2 * H100_TFLOPS * EFF_PREFILL) / gemm_eff(step_tokens)
+    assert t["rollout"].terms["prefill"] == pytest.approx(expected, rel=1e-9)
+    assert expected / (seqs * prompt / step_tokens) > LAYERS * HOST_EAGER_S  # a step outlasts its launches
+    assert t["rollout"].terms["host_launch"] == 0.0
 
 
 def test_old_log_prob_compute_and_gather_by_hand():
@@ -71,10 +84,13 @@ def test_old_log_prob_compute_and_gather_by_hand():
     fpt = 2 * N_MM + attention_flops_per_token(build_context(s).actor.arch, seq, causal=True)
     assert fpt == 2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * seq
     compute = n_micro * micro_tokens * fpt / (H100_TFLOPS * EFF_FWD)
-    assert t["old_log_prob"].terms["compute"] == pytest.approx(compute, rel=1e-9)
+    terms = t["old_log_prob"].terms
+    assert terms["compute"] == pytest.approx(compute, rel=1e-9)
+    assert terms["gemm_small_batch"] == pytest.approx(compute * (1 / gemm_eff(micro_tokens) - 1), rel=1e-9)
     gather = P7 * 2 * 7 / 8 / (H100_NVLINK_UNI * EFF_NVLINK)  # bf16 all-gather per micro-batch
-    assert gather < compute / n_micro  # hidden under compute
-    assert t["old_log_prob"].terms["fsdp_comm"] == 0.0
+    assert gather < compute / n_micro  # hidden under compute, except the first unit's (root + layer 0)
+    assert terms["fsdp_comm"] == pytest.approx(n_micro * EDGE * gather, rel=1e-9)
+    assert terms["host_overhead"] == 0.0  # 28 layers x 0.5 ms of launches hide under ~0.7 s of compute
 
 
 def test_update_actor_compute_by_hand_and_recompute_share():
@@ -89,17 +105,47 @@ def test_update_actor_compute_by_hand_and_recompute_share():
 
 
 def test_fsdp_comm_exposed_when_micro_batches_are_tiny():
-    """Micro-batch of 1 short sequence: per micro-batch 2 bf16 all-gathers + an fp32 reduce-scatter exceed
-    compute, and the excess is what the phase shows as fsdp_comm."""
+    """Micro-batch of 1 short sequence: its GEMMs (M = 100 rows) run at 100 / (100 + 128) of the large-M rate,
+    and per micro-batch 2 bf16 all-gathers + an fp32 reduce-scatter still exceed that compute: the excess is
+    what the phase shows as fsdp_comm."""
     ov = {"actor.ppo_micro_batch_size_per_gpu": 1, "data.mean_response_length": 50, "data.mean_prompt_length": 50}
     s, t = times(ov)
     comm = (2 * P7 * 2 + P7 * 4) * 7 / 8 / (H100_NVLINK_UNI * EFF_NVLINK)
     tokens = 100
     cmp = tokens * (8 * N_MM + 4 * LAYERS * 2 * HEADS * HEAD_DIM * tokens) / (H100_TFLOPS * EFF_TRAIN)
+    gpu = cmp / gemm_eff(tokens)
     n_micro = 1024 * 5 // 8  # every sequence its own micro-batch, 4 mini-batches x 160
     terms = t["update_actor"].terms
     assert terms["compute"] == pytest.approx(n_micro * cmp, rel=1e-9)
-    assert terms["fsdp_comm"] == pytest.approx(n_micro * (comm - cmp), rel=1e-9)
+    assert terms["gemm_small_batch"] == pytest.approx(n_micro * (gpu - cmp), rel=1e-9)
+    assert comm - gpu > EDGE * comm  # comm-bound: the excess, not the pipeline fill, is exposed
+    assert terms["fsdp_comm"] == pytest.approx(n_micro * (comm - gpu), rel=1e-9)
+    assert 3 * LAYERS * HOST_TRAIN_S < comm  # launches (fwd, bwd, recompute) hide under the collectives
+    assert terms["host_overhead"] == 0.0
+
+
+def test_host_launches_bound_tiny_micro_batches_of_a_small_model():
+    """Qwen2.5-0.5B, one 24-token sequence per micro-batch on one GPU (no FSDP traffic): the GPU work of a
+    micro-batch is far shorter than issuing 24 layers x 3 passes, so the micro-batch lasts the host time."""
+    ov = {
+        "model.path": "qwen2.5-0.5b",
+        "hardware.num_gpus": 1,
+        "rollout.tensor_model_parallel_size": 1,
+        "actor.ppo_micro_batch_size_per_gpu": 1,
+        "data.train_batch_size": 16,
+        "actor.ppo_mini_batch_size": 16,
+        "rollout.n": 2,
+        "data.max_prompt_length": 16,
+        "data.max_response_length": 8,
+        "data.mean_response_length": 8,
+    }
+    s, t = times(ov)
+    terms = t["update_actor"].terms
+    n_micro = 32
+    layers = build_context(s).actor.arch.num_layers
+    gpu = (terms["compute"] + terms["gemm_small_batch"]) / n_micro
+    assert terms["fsdp_comm"] == 0.0
+    assert terms["host_overhead"] == pytest.approx(n_micro * (3 * layers * HOST_TRAIN_S - gpu), rel=1e-9)
 
 
 def test_ref_streams_fp32_shard_over_pcie():
@@ -112,7 +158,7 @@ def test_ref_streams_fp32_shard_over_pcie():
     cmp = tokens * (2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * tokens) / (H100_TFLOPS * EFF_FWD)
     n = 1024 * 5 // 8
     terms = t["ref_log_prob"].terms
-    exposed = n * (h2d + gather - cmp)
+    exposed = n * (h2d + gather - cmp / gemm_eff(tokens))
     assert terms["param_stream_pcie"] + terms["fsdp_comm"] == pytest.approx(exposed, rel=1e-9)
     assert terms["param_stream_pcie"] / terms["fsdp_comm"] == pytest.approx(h2d / gather, rel=1e-9)
     _, t_old = times({**ov, "verl_version": "0.6"})  # old verl: bf16 ref resident on GPU, no streaming
@@ -162,7 +208,9 @@ def test_megatron_pipeline_bubble():
     terms = t["old_log_prob"].terms
     # TP 1: the bubble is (pp - 1) stage-times of one micro-batch; compute is n_micro of them.
     n_micro = 5120 // 2 // 32  # DP = 8 / 4 = 2 ranks, 32 sequences per micro-batch
-    assert terms["pipeline_bubble"] / terms["compute"] == pytest.approx(3 / n_micro, rel=1e-9)
+    stage_terms = ("compute", "gemm_small_batch", "tp_ep_comm", "host_overhead")
+    per_stage = sum(terms[k] for k in stage_terms)
+    assert terms["pipeline_bubble"] / per_stage == pytest.approx(3 / n_micro, rel=1e-9)
 
 
 def test_moe_decode_reads_only_touched_experts_at_small_batch():
@@ -201,8 +249,9 @@ def test_throughput_and_mfu_definitions():
     tokens = 1024 * 5 * (512 + 600)
     assert t.tokens_per_s == pytest.approx(tokens / t.step_s)
     assert t.tokens_per_s_per_gpu == pytest.approx(tokens / t.step_s / 8)
-    # MFU counts model FLOPs (no recompute): compute-bound update with ckpt reads train_mfu x 6/8.
-    assert t.update_mfu == pytest.approx(EFF_TRAIN * 6 / 8, rel=0.01)
+    # MFU counts model FLOPs (no recompute): compute-bound update with ckpt reads train_mfu x 6/8, times the
+    # GEMM efficiency of 16 x 1112 tokens; the FSDP pipeline fill takes ~1% more.
+    assert t.update_mfu == pytest.approx(EFF_TRAIN * 6 / 8 * gemm_eff(16 * 1112), rel=0.015)
     assert set(t.details) >= set(t.phases_s)
 
 
@@ -286,9 +335,10 @@ def test_more_gpus_never_slow_the_update_of_a_fixed_batch_on_one_node(model, mic
 @settings(max_examples=40, deadline=None)
 @given(scenario_dicts())
 def test_checkpointing_adds_the_recompute_share(d):
-    """Recompute adds 2N + 1 attention forward to 6N + 3 attention: compute x 8/6 exactly, the update at most
-    that. (Activation offload is held off: without checkpointing it copies every layer's activations,
-    which can make checkpointing the faster option, a real effect.)"""
+    """Recompute adds 2N + 1 attention forward to 6N + 3 attention: compute x 8/6 exactly. The update grows
+    by at most 3/2: recompute also re-issues a forward's kernels (3 passes of host launches instead of 2),
+    which is what a launch-bound micro-batch pays. (Activation offload is held off: without checkpointing it
+    copies every layer's activations, which can make checkpointing the faster option, a real effect.)"""
     from calculator.errors import InputError
 
     d["model"]["lora_rank"] = 0
@@ -302,7 +352,9 @@ def test_checkpointing_adds_the_recompute_share(d):
     t_off = phase_times(off, build_context(off))["update_actor"]
     assert t_on.terms["compute"] == pytest.approx(t_off.terms["compute"] * 8 / 6, rel=1e-9)
     assert t_off.seconds <= t_on.seconds * (1 + 1e-9)
-    assert t_on.seconds <= t_off.seconds * 8 / 6 * (1 + 1e-9) + 1e-9
+    assert t_on.seconds <= t_off.seconds * 3 / 2 * (1 + 1e-9) + 1e-9
+    if t_on.terms["host_overhead"] == 0 and t_on.terms["ulysses_all_to_all"] == 0:
+        assert t_on.seconds <= t_off.seconds * 8 / 6 * (1 + 1e-9) + 1e-9
 
 
 OFFLOADS = [
@@ -354,3 +406,229 @@ def test_sglang_offload_can_speed_up_the_rollout():
     assert on.rollout.kv_cache_tokens_per_replica > off.rollout.kv_cache_tokens_per_replica
     assert on.rollout.max_concurrent_sequences_per_replica > off.rollout.max_concurrent_sequences_per_replica
     assert on.time.phases_s["rollout"] < off.time.phases_s["rollout"]
+
+
+# ---- per-micro-batch costs -------------------------------------------------------------------------
+
+
+def test_partial_last_micro_batch_is_not_charged_as_full():
+    """64 GPUs: a mini-batch of 256 x 5 sequences gives each rank 20, run as micro-batches of 16 + 4. The
+    update computes those 20 sequences' tokens, at the GEMM efficiency of the mean micro-batch (10 sequences)."""
+    s, t = times({"hardware.num_gpus": 64})
+    seq = 512 + 600
+    tokens_per_gpu = 1024 * 5 * seq / 64
+    attn = LAYERS * 2 * HEADS * HEAD_DIM * seq
+    compute = (8 * N_MM + 4 * attn) * tokens_per_gpu / (H100_TFLOPS * EFF_TRAIN)
+    terms = t["update_actor"].terms
+    assert terms["compute"] == pytest.approx(compute, rel=1e-9)
+    assert terms["gemm_small_batch"] == pytest.approx(compute * (1 / gemm_eff(10 * seq) - 1), rel=1e-9)
+
+
+MICRO_BATCH_CASES = [
+    {},  # the reference: 7B, 1112-token sequences
+    {"data.mean_response_length": 50, "data.mean_prompt_length": 50},  # comm-bound micro-batches
+    {"model.path": "qwen2.5-0.5b", "data.mean_response_length": 30, "data.mean_prompt_length": 20},  # launch-bound
+    {"model.enable_gradient_checkpointing": False, "hardware.num_gpus": 32},
+    {"actor.ulysses_sequence_parallel_size": 2},
+]
+
+
+@pytest.mark.parametrize("ov", MICRO_BATCH_CASES)
+def test_update_time_per_token_falls_with_micro_batch_size(ov):
+    """Same batch, micro-batches of 1, 2, 4 ... 64 sequences: the update never gets slower. Each micro-batch
+    pays a pipeline fill of FSDP traffic and the host's kernel launches, and its GEMMs are more efficient the
+    more tokens it holds; the per-token work is the same."""
+    upd = []
+    for micro in (1, 2, 4, 8, 16, 32, 64):
+        _, t = times({**ov, "actor.ppo_micro_batch_size_per_gpu": micro})
+        upd.append(t["update_actor"].seconds)
+    assert all(a >= b * (1 - 1e-12) for a, b in zip(upd, upd[1:], strict=False)), upd
+    assert upd[0] > upd[-1] * 1.02  # and one sequence per micro-batch costs visibly more
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenario_dicts())
+def test_larger_micro_batches_never_slow_the_update(d):
+    """Doubling the micro-batch at a fixed batch never slows update_actor. (Activation offload is held off: its
+    copies hide under compute, and bigger micro-batches compute faster per token, so they hide less.)"""
+    from calculator.errors import InputError
+
+    d["model"]["enable_activation_offload"] = False
+    d["actor"]["use_dynamic_bsz"] = False
+    micro = d["actor"]["ppo_micro_batch_size_per_gpu"]
+    try:
+        small = load_scenario(d)
+        big = load_scenario(d, overrides={"actor.ppo_micro_batch_size_per_gpu": 2 * micro})
+    except InputError:
+        assume(False)
+    t_small = phase_times(small, build_context(small))["update_actor"]
+    t_big = phase_times(big, build_context(big))["update_actor"]
+    assert t_big.seconds <= t_small.seconds * (1 + 1e-9)
+
+
+def test_planner_does_not_pick_one_sequence_per_micro_batch_for_the_reference():
+    """The fastest configuration the planner finds for the reference scenario at 8 to 64 H100s keeps the
+    configured micro-batch (16): one sequence per micro-batch is ~10% slower (GEMMs of 1,112 rows), not free."""
+    from calculator.plan_search import GpuSearch
+    from calculator.planner import plan
+
+    s = load_scenario(BASE)
+    srch = GpuSearch(s, "h100-80gb", max_gpus=64, margin=0.05, allow_lora=False)
+    for n in (8, 16, 32, 64):
+        ev = srch.at_count(n)
+        assert ev is not None
+        opt = srch.batch_options[ev.knobs.batch]
+        assert (opt.kind, opt.value) != ("fixed", 1), (n, opt.label)
+    rec = plan(s, gpus=["h100-80gb"]).rows[0].recommended
+    assert rec is not None
+    assert rec.settings.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") != 1
+
+
+def test_more_gpus_cost_more_gpu_seconds_per_step():
+    """The reference scenario at 8, 16, 32, 64 H100s: every doubling costs more GPU-seconds per step (the
+    rollout's per-replica long tail and prefill, smaller micro-batches per rank, fixed per-micro-batch costs)."""
+    gpu_s = []
+    for n in (8, 16, 32, 64):
+        s = load_scenario(BASE, overrides={"hardware.num_gpus": n})
+        gpu_s.append(estimate(s).time.step_s * n)
+    assert gpu_s == sorted(gpu_s) and len(set(gpu_s)) == 4
+    assert gpu_s[-1] > gpu_s[0] * 1.05
+
+
+# ---- CUDA graphs vs eager decode -----------------------------------------------------------------
+
+
+def test_eager_decode_step_by_hand():
+    """enforce_eager: a decode step lasts max(GPU time, 28 layers x 0.4 ms of host launches): at batch 1 the
+    host is the bottleneck; at batch 512 with 2,000-token contexts the GPU work covers the launches."""
+    s = load_scenario(BASE, overrides={"rollout.enforce_eager": True})
+    g = load_scenario(BASE)
+    ctx_s, ctx_g = build_context(s), build_context(g)
+    host = LAYERS * HOST_EAGER_S
+    assert decode_step_seconds(g, ctx_g, 1, 1000) < host
+    assert decode_step_seconds(s, ctx_s, 1, 1000) == pytest.approx(host, rel=1e-12)
+    big = decode_step_seconds(g, ctx_g, 512, 2000)
+    assert big > host and decode_step_seconds(s, ctx_s, 512, 2000) == pytest.approx(big, rel=1e-12)
+
+
+def test_batches_above_the_captured_sizes_launch_layer_by_layer():
+    """vLLM captures batches up to min(2 x max_num_seqs, 512, max_num_batched_tokens): max_num_seqs 1024 lets a
+    decode batch exceed 512, and those steps pay the host launches even without enforce_eager."""
+    s = load_scenario(BASE, overrides={"rollout.max_num_seqs": 1024, "model.path": "qwen2.5-0.5b"})
+    ctx = build_context(s)
+    from calculator.throughput_rollout import DecodeStep
+
+    step = DecodeStep(s, ctx)
+    assert step.graph_top == 512
+    assert step.seconds(512, 100)[2] == 0.0
+    body, comm, launch = step.seconds(513, 100)
+    assert launch == pytest.approx(max(0.0, 24 * HOST_EAGER_S - body - comm), rel=1e-12) and launch > 0
+
+
+def test_eager_rollout_is_slower_at_small_batch():
+    s = {"data.train_batch_size": 8, "rollout.n": 2, "actor.ppo_mini_batch_size": 8}
+    _, graphs = times(s)
+    _, eager = times({**s, "rollout.enforce_eager": True})
+    assert graphs["rollout"].terms["host_launch"] == 0.0
+    assert eager["rollout"].seconds > 1.5 * graphs["rollout"].seconds
+    assert eager["rollout"].seconds - eager["rollout"].terms["host_launch"] == pytest.approx(
+        graphs["rollout"].seconds, rel=1e-9
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenario_dicts())
+def test_enforce_eager_never_speeds_up_the_rollout_unless_it_buys_kv(d):
+    """enforce_eager frees the CUDA-graph pool for KV: when that does not raise the concurrency (KV is not the
+    bottleneck), the rollout is never faster without graphs."""
+    from calculator.errors import InputError
+    from calculator.throughput_rollout import concurrency
+
+    try:
+        g = load_scenario(d, overrides={"rollout.enforce_eager": False})
+        e = load_scenario(d, overrides={"rollout.enforce_eager": True})
+    except InputError:
+        assume(False)
+    ctx_g, ctx_e = build_context(g), build_context(e)
+    assume(concurrency(g, ctx_g) == concurrency(e, ctx_e))
+    assert phase_times(e, ctx_e)["rollout"].seconds >= phase_times(g, ctx_g)["rollout"].seconds * (1 - 1e-12)
+
+
+def test_reward_engine_pays_eager_launches_only_for_small_steps():
+    """The reward model's engine runs eager (verl default): with 8,192-token steps the GPU work covers the
+    launches; with 128-token steps each step waits for the host."""
+    base = {"reward_model.enable": True}
+    _, big = times(base)
+    _, small = times({**base, "reward_model.rollout.max_num_batched_tokens": 128})
+    _, graphs = times(
+        {
+            **base,
+            "reward_model.rollout.max_num_batched_tokens": 128,
+            "reward_model.rollout.enforce_eager": False,
+        }
+    )
+    assert big["reward"].terms["host_launch"] == 0.0
+    assert small["reward"].terms["host_launch"] > 0.0
+    assert graphs["reward"].terms["host_launch"] == 0.0  # 128 <= the largest captured size
+    assert small["reward"].terms["gemm_small_batch"] > big["reward"].terms["gemm_small_batch"]
+
+
+# ---- Megatron recompute --------------------------------------------------------------------------
+
+MEGATRON = {"actor.strategy": "megatron", "actor.megatron.tensor_model_parallel_size": 2}
+
+
+def _meg_update(**recompute):
+    ov = {**MEGATRON, **{f"actor.megatron.{k}": v for k, v in recompute.items()}}
+    return times(ov)[1]["update_actor"].terms
+
+
+def test_megatron_full_recompute_adds_a_forward():
+    none = _meg_update()
+    full = _meg_update(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=1)
+    assert full["compute"] / none["compute"] == pytest.approx(8 / 6, rel=1e-9)
+    assert full["tp_ep_comm"] / none["tp_ep_comm"] == pytest.approx(3 / 2, rel=1e-9)  # forward collectives again
+
+
+def test_megatron_selective_recompute_adds_the_core_attention_only():
+    seq = 512 + 600
+    attn = LAYERS * 2 * HEADS * HEAD_DIM * seq
+    none = _meg_update()
+    sel = _meg_update(recompute_granularity="selective")
+    assert sel["compute"] / none["compute"] == pytest.approx((6 * N_MM + 4 * attn) / (6 * N_MM + 3 * attn), rel=1e-9)
+    assert sel["tp_ep_comm"] == pytest.approx(none["tp_ep_comm"], rel=1e-12)
+
+
+def test_megatron_block_recompute_covers_its_layers_per_stage():
+    """block: the first recompute_num_layers layers of each pipeline stage (28 layers / PP 2 = 14 per stage)."""
+    pp = {"pipeline_model_parallel_size": 2}
+    none = _meg_update(**pp)
+    full = _meg_update(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=2, **pp)
+    half = _meg_update(recompute_granularity="full", recompute_method="block", recompute_num_layers=7, **pp)
+    all_ = _meg_update(recompute_granularity="full", recompute_method="block", recompute_num_layers=14, **pp)
+    assert all_["compute"] == pytest.approx(full["compute"], rel=1e-12)
+    assert half["compute"] - none["compute"] == pytest.approx((full["compute"] - none["compute"]) / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "fields,ok",
+    [
+        ({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}, True),
+        ({"recompute_granularity": "full", "recompute_num_layers": 1}, False),  # no method
+        ({"recompute_granularity": "full", "recompute_method": "block"}, False),  # no layer count
+        ({"recompute_granularity": "selective"}, True),
+        ({"recompute_granularity": "selective", "recompute_method": "uniform"}, True),
+        ({"recompute_granularity": "selective", "recompute_num_layers": 2}, False),
+        ({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0}, False),
+        ({"recompute_method": "block", "recompute_num_layers": 3}, True),  # ignored without a granularity
+    ],
+)
+def test_megatron_recompute_fields_follow_megatron_core_rules(fields, ok):
+    from calculator.errors import InputError
+
+    ov = {**MEGATRON, **{f"actor.megatron.{k}": v for k, v in fields.items()}}
+    if ok:
+        load_scenario(BASE, overrides=ov)
+    else:
+        with pytest.raises(InputError, match="recompute"):
+            load_scenario(BASE, overrides=ov)

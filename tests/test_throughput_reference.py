@@ -4,11 +4,11 @@ Every case lists its settings, its source, the published figure, the model's fig
 writing and a stated tolerance. Constants are the EfficiencyConfig defaults; none was tuned to a case.
 
 Summary (model / published):
-- NeMo RL v0.4 GRPO Llama-3.1-8B, 16 x H100, colocated vLLM: 66.7 s / 97.7 s (0.68; NeMo RL recomputes
-  activations, which rlplan's Megatron path does not model: +~6 s of update compute)
-- NeMo RL v0.4 GRPO Qwen3-32B, 32 x H100:                     312 s / 393 s  (0.80)
-- NeMo RL v0.4 GRPO Qwen3-30B-A3B (MoE), 32 x H100:           74.5 s / 225 s (0.33): a KNOWN GAP,
-  marked xfail. Dense cases land within 20-32% (the model is faster); the MoE case is 3x too fast. The likely causes are
+- NeMo RL v0.4 GRPO Llama-3.1-8B, 16 x H100, colocated vLLM: 74.1 s / 97.7 s (0.76; with NeMo RL's full
+  activation recompute, modelled through megatron.recompute_granularity)
+- NeMo RL v0.4 GRPO Qwen3-32B, 32 x H100:                     317 s / 393 s  (0.81)
+- NeMo RL v0.4 GRPO Qwen3-30B-A3B (MoE), 32 x H100:           75.0 s / 225 s (0.33): a KNOWN GAP,
+  marked xfail. Dense cases land within 19-24% (the model is faster); the MoE case is 3x too fast. The likely causes are
   not modelled: grouped-GEMM / fused-MoE kernels at far below dense efficiency with 8-of-128 experts
   (a few tokens per expert), MoE routing and permutation, and vLLM's MoE decode reading experts at a
   fraction of HBM bandwidth.
@@ -75,9 +75,10 @@ def test_nemo_rl_llama31_8b_16xh100():
     """NeMo RL v0.4, GRPO on OpenMathInstruct-2, DGX-H100, on-policy: LLAMA3.1_8B, 16 GPUs, T-max 4096,
     G-average sequence 1,060 tokens, G-GBS 2,048, T-GBS 512, generation TP 1, Megatron training PP 2 with
     activation checkpointing (recipe grpo-llama3.1-8b-instruct-2n8g.yaml), logprob micro-batch 2 x 4096.
-    Published: 97.7 s per step (1,562 tokens/s/GPU). Model: 66.7 s. verl's Megatron engine recomputes only
-    with override_transformer_config.recompute_granularity, which the scenario does not have, so the
-    checkpointing flag below has no effect on the Megatron path (FSDP would add 2N of 6N to the update)."""
+    NeMo RL turns ``activation_checkpointing`` into Megatron-core recompute_granularity full, method uniform,
+    1 layer per group (nemo_rl/models/policy/workers/megatron_policy_worker.py, _apply_performance_config),
+    which verl spells actor.megatron.override_transformer_config.recompute_*.
+    Published: 97.7 s per step (1,562 tokens/s/GPU). Model: 74.1 s."""
     step = nemo_case(
         "llama3.1-8b",
         16,
@@ -85,7 +86,9 @@ def test_nemo_rl_llama31_8b_16xh100():
         {
             "rollout.tensor_model_parallel_size": 1,
             "actor.megatron.pipeline_model_parallel_size": 2,
-            "model.enable_gradient_checkpointing": True,
+            "actor.megatron.recompute_granularity": "full",
+            "actor.megatron.recompute_method": "uniform",
+            "actor.megatron.recompute_num_layers": 1,
             "rollout.log_prob_max_token_len_per_gpu": 8192,
             "ref.log_prob_max_token_len_per_gpu": 8192,
         },
@@ -96,7 +99,7 @@ def test_nemo_rl_llama31_8b_16xh100():
 def test_nemo_rl_qwen3_32b_32xh100():
     """NeMo RL v0.4, same GRPO setup: Qwen3-32B, 32 GPUs (4 nodes), G-average sequence 3,206 tokens, generation
     TP 4, Megatron TP 4 PP 4 with sequence parallel, no activation checkpointing (recipe grpo-qwen3-32b-4n8g.yaml),
-    logprob micro-batch 4 x 4096. Published: 393 s per step (540 tokens/s/GPU). Model: 312 s."""
+    logprob micro-batch 4 x 4096. Published: 393 s per step (540 tokens/s/GPU). Model: 317 s."""
     step = nemo_case(
         "qwen3-32b",
         32,
@@ -116,7 +119,7 @@ def test_nemo_rl_qwen3_32b_32xh100():
 @pytest.mark.xfail(strict=True, reason="known gap: MoE kernels are modelled at dense efficiency (model 3x too fast)")
 def test_nemo_rl_qwen3_30b_a3b_32xh100():
     """NeMo RL v0.4, same GRPO setup: Qwen3-30B-A3B, 32 GPUs, G-average sequence 3,154 tokens, generation TP 4,
-    Megatron TP 2 EP 8, token-dropless MoE. Published: 225 s per step (925 tokens/s/GPU). Model: 74.5 s."""
+    Megatron TP 2 EP 8, token-dropless MoE. Published: 225 s per step (925 tokens/s/GPU). Model: 75.0 s."""
     step = nemo_case(
         "qwen3-30b-a3b",
         32,

@@ -13,13 +13,12 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from calculator import batching, memory
 from calculator.architecture import Architecture, ArchitectureError, parse_hf_config
 from calculator.errors import InputError, from_validation_error
-from calculator.presets import get_gpu, get_model, read_mapping_file, scenario_presets
+from calculator.presets import get_gpu, get_model, read_mapping_file, read_yaml_text, scenario_presets
 from calculator.report import (
     HardwareInfo,
     ModelInfo,
@@ -37,10 +36,11 @@ from calculator.warnings import collect_warnings
 
 
 def parse_value(text: str) -> Any:
-    """A ``--set`` / override value as YAML scalar: 8 -> int, true -> bool, null -> None, 1e-6 -> float."""
+    """A ``--set`` / override value as YAML scalar: 8 -> int, true -> bool, null -> None, 1e-6 -> float.
+    Text that is not valid YAML, or is refused by the bounded loader (alias bombs, deep nesting), stays text."""
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
+        value = read_yaml_text(text, "value")
+    except InputError:
         return text
     if isinstance(value, str):
         try:
@@ -73,7 +73,7 @@ def _base_mapping(source: str | Path | dict[str, Any] | Scenario | None) -> dict
     if isinstance(source, dict):
         return copy.deepcopy(source)
     text = str(source)
-    presets = scenario_presets()
+    presets = scenario_presets(strict=False)  # a broken team file must not take the others down
     if text in presets:
         return copy.deepcopy(presets[text])
     p = Path(text)
@@ -132,6 +132,8 @@ def _arch(model_id: str | None, config: dict[str, Any] | None, field: str) -> Ar
             return _arch_from_json(json.dumps(config, sort_keys=True, default=str))
         except ArchitectureError as err:
             raise InputError(f"{field}: {err}") from None
+        except (TypeError, ValueError, RecursionError) as err:  # keys of mixed types, nesting json cannot write
+            raise InputError(f"{field}: not a JSON object of config.json fields ({type(err).__name__})") from None
     assert model_id is not None
     return get_model(model_id, field).architecture
 

@@ -23,6 +23,7 @@ Left out: vision towers of multimodal checkpoints (only the text model is read),
 from __future__ import annotations
 
 import functools
+import reprlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -231,11 +232,42 @@ def _get(cfg: dict[str, Any], key: str, default: Any = None, *, required: bool =
     return default
 
 
+# Largest value a count in a config.json may take: far above any published model (Llama-3.1-405B has
+# 126 layers and hidden 16384, Gemma 3 a 262144 vocabulary, Llama 4 Scout 10M positions), small enough
+# that what is built from them stays cheap (a 10**9-layer config would build a 10**9-element list).
+CONFIG_INT_LIMITS: dict[str, int] = {
+    "num_hidden_layers": 4096,
+    "vocab_size": 2**24,
+    "max_position_embeddings": 2**31,
+}
+DEFAULT_CONFIG_INT_LIMIT = 2**20
+
+
 def _int(cfg: dict[str, Any], key: str, default: int | None = None, *, required: bool = False) -> int:
     value = _get(cfg, key, default, required=required)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ArchitectureError(f"config.json: field {key!r} must be a non-negative integer, got {value!r}")
+        raise ArchitectureError(f"config.json: field {key!r} must be a non-negative integer, got {_short(value)}")
+    limit = CONFIG_INT_LIMITS.get(key, DEFAULT_CONFIG_INT_LIMIT)
+    if value > limit:
+        raise ArchitectureError(f"config.json: field {key!r} must be at most {limit:,}, got {_short(value)}")
     return value
+
+
+def _bool(cfg: dict[str, Any], key: str, default: bool) -> bool:
+    value = _get(cfg, key, default)
+    if not isinstance(value, bool):
+        raise ArchitectureError(f"config.json: field {key!r} must be true or false, got {_short(value)}")
+    return value
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple = 2, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def _short(value: Any) -> str:
+    """``repr`` of a config value, abbreviated (a field can hold any JSON, however large)."""
+    return _REPR.repr(value)
 
 
 def parse_hf_config(cfg: Any) -> Architecture:
@@ -252,7 +284,8 @@ def parse_hf_config(cfg: Any) -> Architecture:
         model_type = "gemma3_text"
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ArchitectureError(
-            f"config.json: model_type {model_type!r} is not supported; supported: " + ", ".join(SUPPORTED_MODEL_TYPES)
+            f"config.json: model_type {_short(model_type)} is not supported; supported: "
+            + ", ".join(SUPPORTED_MODEL_TYPES)
         )
     h = _int(cfg, "hidden_size", required=True)
     num_layers = _int(cfg, "num_hidden_layers", required=True)
@@ -270,7 +303,7 @@ def parse_hf_config(cfg: Any) -> Architecture:
         raise ArchitectureError("config.json: vocab_size must be positive")
     intermediate = _int(cfg, "intermediate_size", 0)
     tie_default = model_type.startswith("gemma")
-    tie = bool(_get(cfg, "tie_word_embeddings", tie_default))
+    tie = _bool(cfg, "tie_word_embeddings", tie_default)
 
     fields: dict[str, Any] = dict(
         model_type=model_type,
@@ -288,7 +321,7 @@ def parse_hf_config(cfg: Any) -> Architecture:
         # Qwen2 attention hard-codes bias=True on q/k/v and bias=False on o (modeling_qwen2.py).
         fields["qkv_bias"] = True
     elif model_type in ("llama", "mistral", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gemma3", "mixtral"):
-        bias = bool(_get(cfg, "attention_bias", False))
+        bias = _bool(cfg, "attention_bias", False)
         fields["qkv_bias"] = bias
         # Llama/Qwen3/Gemma apply attention_bias to o_proj too; Mistral/Mixtral have no bias at all.
         fields["o_bias"] = bias and model_type not in ("mistral", "mixtral")
@@ -301,7 +334,14 @@ def parse_hf_config(cfg: Any) -> Architecture:
     if model_type in ("qwen2_moe", "qwen3_moe"):
         experts = _int(cfg, "num_experts", 0)
         step = _int(cfg, "decoder_sparse_step", 1) or 1
-        mlp_only = set(_get(cfg, "mlp_only_layers", []) or [])
+        mlp_only_raw = _get(cfg, "mlp_only_layers", []) or []
+        if not isinstance(mlp_only_raw, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in mlp_only_raw
+        ):
+            raise ArchitectureError(
+                f"config.json: field 'mlp_only_layers' must be a list of layer indices, got {_short(mlp_only_raw)}"
+            )
+        mlp_only = set(mlp_only_raw)
         moe_layers = [experts > 0 and i not in mlp_only and (i + 1) % step == 0 for i in range(num_layers)]
         fields.update(
             num_experts=experts,
@@ -330,7 +370,7 @@ def parse_hf_config(cfg: Any) -> Architecture:
             moe_intermediate_size=moe_inter,
             shared_expert_intermediate_size=_int(cfg, "n_shared_experts", 0) * moe_inter,
             router_score_bias=True,
-            q_lora_rank=_get(cfg, "q_lora_rank", None),
+            q_lora_rank=_int(cfg, "q_lora_rank") if _get(cfg, "q_lora_rank") is not None else None,
             kv_lora_rank=_int(cfg, "kv_lora_rank", required=True),
             qk_nope_head_dim=_int(cfg, "qk_nope_head_dim", required=True),
             qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", required=True),
@@ -340,6 +380,11 @@ def parse_hf_config(cfg: Any) -> Architecture:
         fields["qkv_bias"] = False
     if fields.get("num_experts", 0) and not fields.get("num_experts_per_tok"):
         raise ArchitectureError("config.json: MoE model needs num_experts_per_tok >= 1")
+    if fields.get("num_experts_per_tok", 0) > fields.get("num_experts", 0) > 0:
+        raise ArchitectureError(
+            f"config.json: num_experts_per_tok ({fields['num_experts_per_tok']}) must be at most the number of "
+            f"experts ({fields['num_experts']})"
+        )
     if not any(moe_layers) and intermediate == 0:
         raise ArchitectureError("config.json: missing required field 'intermediate_size'")
     fields["moe_layers"] = tuple(moe_layers)

@@ -10,7 +10,7 @@ from typing import Any
 
 from calculator.api import estimate, load_scenario_with_warnings, parse_value
 from calculator.errors import InputError
-from calculator.presets import gpu_presets, model_presets, read_mapping_file, scenario_presets
+from calculator.presets import gpu_presets, model_presets, preset_problems, read_mapping_file, scenario_presets
 from calculator.report import Report
 from calculator.units import format_count
 
@@ -77,7 +77,8 @@ def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
         from calculator.verl import read_verl_file
 
         verl_text = [read_verl_file(f) for f in args.verl]
-    return load_scenario_with_warnings(args.scenario, overrides, verl_text or None)
+    scenario, notes = load_scenario_with_warnings(args.scenario, overrides, verl_text or None)
+    return scenario, [f"preset skipped: {p}" for p in preset_problems()] + notes
 
 
 def format_report(r: Report) -> str:

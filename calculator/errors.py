@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import reprlib
+
 from pydantic import ValidationError
+
+# Offending values are echoed abbreviated: an input can be any JSON or YAML value, however large.
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple = 2, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 120, 120, 40
 
 
 class InputError(ValueError):
@@ -32,6 +39,6 @@ def from_validation_error(err: ValidationError, prefix: str = "") -> InputError:
             msg = msg.replace("Input should be", "allowed values are")
         got = e.get("input")
         if e.get("type") not in ("extra_forbidden", "value_error", "missing") and not isinstance(got, dict):
-            msg += f" (got {got!r})"[:200]
+            msg += f" (got {_REPR.repr(got)})"
         problems.append(f"{field}: {msg}")
     return InputError(problems)

@@ -253,7 +253,7 @@ def resolve_scenario(scenario: Scenario | str | dict[str, Any]) -> Scenario:
 
 def _gpu_ids(gpus: list[str] | None) -> list[str]:
     if gpus is None:
-        return sorted(gpu_presets())
+        return sorted(gpu_presets(strict=False))  # a broken team GPU file is skipped, not fatal
     if isinstance(gpus, str) or not gpus:
         raise InputError("gpus: give a non-empty list of GPU preset ids")
     problems, ids = [], []
@@ -547,7 +547,7 @@ def size_table(
     check_plan_inputs(max_gpus, margin)
     base = resolve_scenario(base_scenario)
     gpu = get_gpu(gpu_id, "gpu_id")
-    known = model_presets()
+    known = model_presets(strict=False)
     bad = [m for m in models if m not in known]
     if bad:
         raise InputError([f"models: unknown model preset {m!r}" for m in bad])

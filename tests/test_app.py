@@ -444,3 +444,21 @@ def test_field_help_is_translated() -> None:
     every = [english_help(p) for p in widget_fields() if english_help(p)]
     translated = sum(t in ZH_HELP for t in every)
     assert translated / len(every) >= 0.9, f"only {translated}/{len(every)} help texts translated"
+
+
+def test_verl_checks_are_shown_once_with_their_severity() -> None:
+    """estimate() also lists verl's config checks in report.warnings ("verl: ..."); the page shows them once,
+    from check_config, as errors or warnings by severity."""
+    from calculator.verl_checks import check_config
+    from ui.text import md
+
+    overrides = {"actor.ppo_micro_batch_size_per_gpu": 7}
+    checks = check_config(load_scenario(DEFAULT_PRESET, overrides=overrides))
+    assert any(c.severity == "error" for c in checks)
+    at = run_app({k: str(v) for k, v in overrides.items()})
+    errors, warnings = [e.value for e in at.error], [w.value for w in at.warning]
+    for c in checks:
+        shown_in = errors if c.severity == "error" else warnings
+        assert sum(md(c.message, limit=2000) == v for v in errors + warnings) == 1, c.message
+        assert md(c.message, limit=2000) in shown_in
+    assert not any(v.startswith("verl: ") for v in errors + warnings)

@@ -19,8 +19,38 @@ from tests.strategies import scenario_dicts
 EXAMPLES = int(os.environ.get("RLPLAN_FUZZ_EXAMPLES", "2000"))
 
 GARBAGE = st.one_of(
-    st.sampled_from([0, -1, -8, 1, 3, 7, 1e30, -1e30, float("nan"), float("inf"), 10**20, 0.5, 1.5, 2**31, "", "abc",
-                     "8", "true", None, True, False, [], {}, [1, 2], {"x": 1}, "h100-80gb", "qwen2.5-7b", "!!python/object"]),
+    st.sampled_from(
+        [
+            0,
+            -1,
+            -8,
+            1,
+            3,
+            7,
+            1e30,
+            -1e30,
+            float("nan"),
+            float("inf"),
+            10**20,
+            0.5,
+            1.5,
+            2**31,
+            "",
+            "abc",
+            "8",
+            "true",
+            None,
+            True,
+            False,
+            [],
+            {},
+            [1, 2],
+            {"x": 1},
+            "h100-80gb",
+            "qwen2.5-7b",
+            "!!python/object",
+        ]
+    ),
     st.integers(-(2**40), 2**40),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
@@ -48,9 +78,26 @@ def mutated(draw):
         section = draw(st.sampled_from(["actor", "rollout", "data", "hardware", "model", "critic"]))
         d[section][draw(st.text(min_size=1, max_size=8))] = draw(GARBAGE)
     if draw(st.integers(0, 20)) == 0:
-        d["model"]["config"] = draw(st.dictionaries(st.sampled_from(
-            ["model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-             "intermediate_size", "vocab_size", "head_dim", "num_experts", "num_experts_per_tok"]), GARBAGE, max_size=10))
+        d["model"]["config"] = draw(
+            st.dictionaries(
+                st.sampled_from(
+                    [
+                        "model_type",
+                        "hidden_size",
+                        "num_hidden_layers",
+                        "num_attention_heads",
+                        "num_key_value_heads",
+                        "intermediate_size",
+                        "vocab_size",
+                        "head_dim",
+                        "num_experts",
+                        "num_experts_per_tok",
+                    ]
+                ),
+                GARBAGE,
+                max_size=10,
+            )
+        )
     return d
 
 

@@ -17,9 +17,18 @@ MODELS = model_presets()
 
 
 def settings(**kw) -> EngineSettings:
-    base = dict(engine="vllm", tp=1, gpu_memory_utilization=0.9, max_num_batched_tokens=8192, max_num_seqs=256,
-                max_model_len=8192, enable_chunked_prefill=True, enforce_eager=True, weight_bytes_per_param=2,
-                kv_dtype_bytes=2)
+    base = dict(
+        engine="vllm",
+        tp=1,
+        gpu_memory_utilization=0.9,
+        max_num_batched_tokens=8192,
+        max_num_seqs=256,
+        max_model_len=8192,
+        enable_chunked_prefill=True,
+        enforce_eager=True,
+        weight_bytes_per_param=2,
+        kv_dtype_bytes=2,
+    )
     base.update(kw)
     return EngineSettings(**base)
 
@@ -62,8 +71,9 @@ def test_kv06_sglang_pool():
     ~1 GiB) gives within 15%; SGLang also keeps other small buffers in the fraction."""
     arch = MODELS["qwen3-235b-a22b"].architecture
     st = settings(engine="sglang", tp=4, gpu_memory_utilization=0.93, weight_bytes_per_param=1)
-    eb = engine_budget(arch, st, gib_to_bytes(79.22), OverheadConfig(), arch.total_params(),
-                       trainer_resident_bytes=gib_to_bytes(1.0))
+    eb = engine_budget(
+        arch, st, gib_to_bytes(79.22), OverheadConfig(), arch.total_params(), trainer_resident_bytes=gib_to_bytes(1.0)
+    )
     assert eb.kv_tokens == pytest.approx(367404, rel=0.15)
     assert 367404 * 94 * 128 * 2 / GIB_BYTES == pytest.approx(8.23, abs=0.01)  # K pool as logged
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import annotated_types
-import yaml
 from pydantic import BaseModel
 
+from calculator.errors import InputError
+from calculator.presets import read_json_text, read_yaml_text
 from calculator.scenario import Scenario
 
 Kind = Literal["bool", "int", "float", "choice", "str", "dict"]
@@ -25,6 +26,7 @@ Kind = Literal["bool", "int", "float", "choice", "str", "dict"]
 # Fields the sidebar never shows as plain widgets (the model is chosen by its own control, the
 # algorithm by a recipe picker; name and description are labels).
 SPECIAL_FIELDS = ("name", "description", "model.path", "model.config", "algorithm.adv_estimator")
+MAX_SCALAR_CHARS = 100  # the text of one URL / override value of a number, boolean or null field
 
 
 @dataclass(frozen=True)
@@ -176,17 +178,19 @@ def decode_value(spec: FieldSpec, text: str) -> Any:
         if text in ("", "null"):
             return None
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON ({exc.msg})") from None
+            return read_json_text(text, "value")
+        except InputError as err:
+            raise ValueError(err.problems[0].removeprefix("value: ")) from None
     if text == "null" and spec.nullable:
         return None
     if spec.kind in ("str",) or (spec.kind == "choice" and all(isinstance(c, str) for c in spec.choices)):
         return text
+    if len(text) > MAX_SCALAR_CHARS:  # a number, a boolean or null is a few characters
+        raise ValueError(f"{len(text):,} characters is too long for a {spec.kind} value")
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise ValueError(f"cannot read {text!r}") from None
+        value = read_yaml_text(text, "value")
+    except InputError:
+        raise ValueError(f"cannot read {text[:80]!r}") from None
     if spec.kind == "float" and isinstance(value, str):
         try:
             value = float(value)

@@ -9,6 +9,7 @@ so each bar's height is exactly the phase's ``total_gib``; the hover shows the f
 from __future__ import annotations
 
 import hashlib
+import html
 import textwrap
 from collections.abc import Sequence
 
@@ -330,7 +331,7 @@ def comparison_figure(
                 y=1.0,
                 yanchor="bottom",
                 xanchor="center",
-                text=f"<b>{label}</b>",
+                text=f"<b>{html.escape(label[:60], quote=False)}</b>",  # a user's label: no plotly tags
                 showarrow=False,
                 font=dict(size=13),
             )  # fmt: skip

@@ -14,13 +14,14 @@ from typing import Any
 
 import streamlit as st
 
-from ui import keys, state
+from ui import keys, state, text
 from ui.fields import FieldSpec, coerce, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
 from ui.model_size import families
 from ui.options import ALGORITHMS, gpu_ids, gpu_label, model_ids, model_label
 
 PERSIST = "session"  # widget values survive page switches and hidden widgets
+MAX_TEXT_CHARS = 200  # one-line text inputs (a model size, a name): they travel in the page's URL
 
 # Where each field appears; every other widget field goes to "More verl settings", grouped by section.
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -176,10 +177,11 @@ def field_widget(path: str, errors: dict[str, list[str]], *, disabled: bool = Fa
             **common,
         )
     elif spec.kind == "str":
-        st.text_input(label, **common)
-    for msg in errors.get(path, []):
+        st.text_input(label, max_chars=MAX_TEXT_CHARS, **common)
+    for msg in errors.get(path, []):  # the message quotes the value: escaped for the HTML snippet
         st.markdown(
-            f"<div style='color:#c0392b;font-size:0.8rem;margin-top:-0.6rem'>{msg}</div>", unsafe_allow_html=True
+            f"<div style='color:#c0392b;font-size:0.8rem;margin-top:-0.6rem'>{text.html(msg)}</div>",
+            unsafe_allow_html=True,
         )
 
 
@@ -229,6 +231,7 @@ def _model_inputs(errors: dict[str, list[str]], model_note: str) -> None:
             tr(L, "input.model_size"),
             key=keys.MODEL_SIZE,
             placeholder="7B dense · 30B-A3B MoE",
+            max_chars=MAX_TEXT_CHARS,
             persist_state=PERSIST,
             help=tr(L, "input.model_size_help"),
         )
@@ -254,14 +257,15 @@ def _model_inputs(errors: dict[str, list[str]], model_note: str) -> None:
             on_change=state.on_paste,
             height=90,
             placeholder='{"model_type": "qwen2", "hidden_size": 3584, ...}',
+            max_chars=state.MAX_CONFIG_BYTES + 1,  # one more than is read: a longer paste gets the size message
             persist_state=PERSIST,
         )
         if ss.get(keys.CONFIG_ERROR):
-            st.error(tr(L, "err.config_rejected", why=ss[keys.CONFIG_ERROR]), icon=":material/warning:")
+            st.error(text.md(tr(L, "err.config_rejected", why=ss[keys.CONFIG_ERROR])), icon=":material/warning:")
     if model_note:
-        st.caption(model_note)
+        st.caption(text.md(model_note))
     for msg in errors.get("model.config", []) + errors.get("model.path", []):
-        st.error(msg)
+        st.error(text.md(msg))
 
 
 def section_of(path: str) -> str:
@@ -313,7 +317,7 @@ def render_sidebar(built: state.Built) -> None:
             help=tr(L, "input.preset_help"),
         )
         if general:
-            st.error("\n\n".join(general), icon=":material/warning:")
+            st.error("\n\n".join(text.md(g) for g in general), icon=":material/warning:")
         with st.expander(tr(L, "section.model"), expanded=True):
             _model_inputs(errors, built.model_note)
         with st.expander(tr(L, "section.hardware"), expanded=True):
@@ -334,7 +338,7 @@ def render_sidebar(built: state.Built) -> None:
                 help=tr(L, "input.algorithm_help"),
             )
             for msg in errors.get("algorithm.adv_estimator", []):
-                st.error(msg)
+                st.error(text.md(msg))
             field_widget("actor.use_kl_loss", errors)
             field_widget("algorithm.use_kl_in_reward", errors)
             field_widget("reward_model.enable", errors)

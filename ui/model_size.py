@@ -81,7 +81,7 @@ def parse_size(text: str) -> SizeSpec:
 def families(moe: bool) -> list[str]:
     """Model families with at least one preset of the given kind, most presets first."""
     counts: dict[str, int] = {}
-    for m in model_presets().values():
+    for m in model_presets(strict=False).values():
         arch = m.architecture
         if (arch.num_experts > 0) == moe and arch.q_lora_rank is None and arch.kv_lora_rank == 0:
             counts[m.family] = counts.get(m.family, 0) + 1
@@ -112,7 +112,7 @@ def approximate_model(spec: SizeSpec, family: str | None = None) -> ApproxModel:
     family = family or (DEFAULT_MOE_FAMILY if spec.moe else DEFAULT_DENSE_FAMILY)
     candidates = [
         m
-        for m in model_presets().values()
+        for m in model_presets(strict=False).values()
         if m.family == family and (m.architecture.num_experts > 0) == spec.moe and m.architecture.kv_lora_rank == 0
     ]
     if not candidates:

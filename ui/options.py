@@ -74,12 +74,12 @@ def recipe_overrides(label: str, train_batch_size: int) -> dict[str, Any]:
 @functools.cache
 def model_ids() -> list[str]:
     """Model presets grouped by family (families in alphabetical order), smallest first inside a family."""
-    models = model_presets()
+    models = model_presets(strict=False)
     return sorted(models, key=lambda m: (models[m].family, models[m].published_params))
 
 
 def model_label(model_id: str) -> str:
-    m = model_presets().get(model_id)
+    m = model_presets(strict=False).get(model_id)
     if m is None:
         return model_id
     arch = m.architecture
@@ -92,10 +92,10 @@ def model_label(model_id: str) -> str:
 @functools.cache
 def gpu_ids() -> list[str]:
     """GPU presets, largest usable memory first."""
-    gpus = gpu_presets()
+    gpus = gpu_presets(strict=False)
     return sorted(gpus, key=lambda g: (-gpus[g].usable_memory_gib, gpus[g].name))
 
 
 def gpu_label(gpu_id: str) -> str:
-    g = gpu_presets().get(gpu_id)
+    g = gpu_presets(strict=False).get(gpu_id)
     return f"{g.name} · {g.usable_memory_gib:g} GiB" if g else gpu_id

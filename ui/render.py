@@ -1,56 +1,42 @@
-"""Streamlit pieces shared by the pages: the headline, charts with PNG download, problems, optional modules."""
+"""Streamlit pieces shared by the pages: the headline, notices, problems, charts with PNG download, advice.
+
+Every message that can echo user input is escaped with ``ui.text.md`` before a Markdown element.
+"""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
+from calculator.advisor import Advice, advise
 from calculator.report import Report
 from calculator.scenario import Scenario
+from calculator.verl_checks import check_config
 from ui import export, fields, keys, state
 from ui.i18n import tr
+from ui.text import md, md_lines
 
-
-def optional(module: str, *names: str) -> tuple[Any, ...] | None:
-    """Import names from a module that another engineer may still be writing; None when it is not there yet."""
-    try:
-        mod = importlib.import_module(module)
-        return tuple(getattr(mod, n) for n in names)
-    except Exception:  # ImportError, AttributeError, or an error inside a half-written module
-        return None
-
-
-def call_figure(builder: Callable[..., go.Figure], *args: Any, lang: str) -> go.Figure | None:
-    """Call a figure builder of another module, with ``lang=`` when it takes it; None if it fails."""
-    try:
-        return builder(*args, lang=lang)
-    except TypeError:
-        try:
-            return builder(*args)
-        except Exception:
-            return None
-    except Exception:
-        return None
+VERL_WARNING_PREFIX = "verl: "  # estimate() appends check_config's messages to report.warnings this way
 
 
 def problems(built: state.Built) -> None:
     L = state.lang()
-    st.error(
-        "**" + tr(L, "err.invalid_inputs") + "**\n\n" + "\n".join(f"- {p}" for p in built.problems),
-        icon=":material/block:",
-    )
+    st.error("**" + tr(L, "err.invalid_inputs") + "**\n\n" + md_lines(built.problems), icon=":material/block:")
 
 
-def url_problems() -> None:
-    msgs = st.session_state.get("_url_problems") or []
-    if msgs:
+def notices() -> None:
+    """What was ignored before any result: link parameters that could not be used, preset files that could
+    not be read (the app runs on the presets that did load)."""
+    L = state.lang()
+    url = st.session_state.get(keys.URL_PROBLEMS) or []
+    if url:
+        st.warning("**" + tr(L, "url.ignored") + "**\n\n" + md_lines(url), icon=":material/link_off:")
+    files = state.preset_file_problems()
+    if files:
         st.warning(
-            "**" + tr(state.lang(), "url.ignored") + "**\n\n" + "\n".join(f"- {m}" for m in msgs),
-            icon=":material/link_off:",
+            "**" + tr(L, "err.preset_files", n=len(files)) + "**\n\n" + md_lines(files), icon=":material/folder_off:"
         )
 
 
@@ -182,34 +168,33 @@ def png_button(fig: go.Figure, key: str, filename: str, label: str | None = None
 
 
 def warnings(report: Report, scenario: Scenario) -> None:
-    """The calculator's warnings and verl 0.9.1's own config checks (calculator.verl_checks, when present)."""
+    """The calculator's warnings, then verl 0.9.1's own config checks with their severity.
+
+    ``estimate()`` also appends the checks to ``report.warnings`` as ``"verl: ..."`` lines (for the CLI and
+    the JSON report); here they are shown once, from ``check_config``, where the severity is known.
+    """
     L = state.lang()
-    checker = optional("calculator.verl_checks", "check_config")
-    checks: list[Any] = []
-    if checker is not None:
-        try:
-            checks = list(checker[0](scenario))
-        except Exception:  # a module under construction must not break the page
-            checks = []
-    if not report.warnings and not checks:
+    own = [w for w in report.warnings if not w.startswith(VERL_WARNING_PREFIX)]
+    checks = check_config(scenario)
+    if not own and not checks:
         return
     with st.container(border=True):
-        if report.warnings:
-            st.markdown(f"**{tr(L, 'head.warnings', n=len(report.warnings))}**")
-            for w in report.warnings:
-                st.warning(w, icon=":material/warning:")
+        if own:
+            st.markdown(f"**{tr(L, 'head.warnings', n=len(own))}**")
+            for w in own:
+                st.warning(md(w, limit=2000), icon=":material/warning:")
         if checks:
             st.markdown(f"**{tr(L, 'head.verl_checks', n=len(checks))}**")
             for c in checks:
-                if getattr(c, "severity", "") == "error":
-                    st.error(c.message, icon=":material/error:")
+                if c.severity == "error":
+                    st.error(md(c.message, limit=2000), icon=":material/error:")
                 else:
-                    st.warning(c.message, icon=":material/info:")
+                    st.warning(md(c.message, limit=2000), icon=":material/info:")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _advice(s: Scenario) -> Any:
-    (advise,) = optional("calculator.advisor", "advise")
+def _advice(s: Scenario) -> Advice:
+    """The advisor's ranked changes (tens of estimates per scenario: cached, shared by every session)."""
     return advise(s)
 
 
@@ -224,17 +209,16 @@ def apply_changes(changes: dict[str, Any]) -> None:
 
 
 def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
-    """What to change when it does not fit (calculator.advisor, when present): ranked, each one click away."""
+    """What to change when it does not fit (calculator.advisor): ranked, each one click away."""
     if report.peak.fits and report.peak.worst_case_fits:
-        return
-    if optional("calculator.advisor", "advise") is None:
         return
     L = state.lang()
     try:
         result = _advice(scenario)
-    except Exception:  # a module under construction must not break the page
+    except Exception as exc:  # the estimate above stays useful: say what failed, never a traceback
+        st.caption(md(tr(L, "adv.failed", why=f"{type(exc).__name__}: {exc}")))
         return
-    suggestions = [sg for sg in result.suggestions if getattr(sg, "helps", True)][:limit]
+    suggestions = [sg for sg in result.suggestions if sg.helps][:limit]
     if not suggestions:
         return
     with st.expander(tr(L, "adv.title", n=len(result.suggestions)), expanded=True, icon=":material/build:"):

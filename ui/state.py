@@ -7,7 +7,6 @@ ignored URL parameters). Results are recomputed from the inputs on every run.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +15,7 @@ import streamlit as st
 from calculator import load_scenario
 from calculator.architecture import ArchitectureError, parse_hf_config
 from calculator.errors import InputError
-from calculator.presets import model_presets, scenario_presets
+from calculator.presets import MAX_INPUT_BYTES, model_presets, preset_problems, read_json_text, scenario_presets
 from calculator.scenario import Scenario
 from ui import keys
 from ui.fields import (
@@ -36,7 +35,8 @@ from ui.options import ALGORITHM_BY_LABEL, RECIPE_LABELS, algorithm_for, algorit
 DEFAULT_PRESET = "qwen2.5-7b-grpo-8xh100"
 # URL parameters that are not scenario fields.
 UI_PARAMS = ("preset", "lang", "algo", "size", "base")
-MAX_CONFIG_BYTES = 512 * 1024
+MAX_CONFIG_BYTES = MAX_INPUT_BYTES  # an uploaded or pasted config.json (real ones are a few KiB)
+MAX_URL_PARAMS = 200  # a link with more parameters than the scenario has fields is not one we wrote
 
 
 @dataclass
@@ -53,15 +53,25 @@ class Built:
 # ----------------------------------------------------------------------------- presets
 
 
+# Presets are read once per server process (calculator.presets caches the files; these caches are shared by
+# every session). A preset file that cannot be read is left out and reported (preset_file_problems).
+
+
 @st.cache_data(show_spinner=False)
 def preset_ids() -> list[str]:
-    return sorted(scenario_presets())
+    return sorted(scenario_presets(strict=False))
 
 
 @st.cache_data(show_spinner=False)
 def preset_name(preset_id: str) -> str:
-    data = scenario_presets().get(preset_id, {})
+    data = scenario_presets(strict=False).get(preset_id, {})
     return str(data.get("name") or preset_id)
+
+
+@st.cache_data(show_spinner=False)
+def preset_file_problems() -> list[str]:
+    """One message per preset file that was skipped (it names the file); empty when all loaded."""
+    return preset_problems()
 
 
 @st.cache_data(show_spinner=False)
@@ -134,17 +144,16 @@ def on_algo_change() -> None:
 
 
 def load_config_text(text: str, name: str) -> None:
-    """Parse a config.json; keep it only when it is a model the calculator can read, else record why not."""
+    """Parse a config.json (bounded size and nesting); keep it only when it is a model the calculator can
+    read, else record why not (the previous model stays)."""
     st.session_state[keys.CONFIG_ERROR] = ""
     if not text.strip():
         return
     try:
-        if len(text.encode("utf-8", "ignore")) > MAX_CONFIG_BYTES:
-            raise ValueError(tr(lang(), "err.config_too_large", kib=MAX_CONFIG_BYTES // 1024))
-        cfg = json.loads(text)
+        cfg = read_json_text(text, name, max_bytes=MAX_CONFIG_BYTES)
         parse_hf_config(cfg)
-    except json.JSONDecodeError as exc:
-        st.session_state[keys.CONFIG_ERROR] = f"{name}: {tr(lang(), 'err.not_json')} ({exc.msg}, line {exc.lineno})"
+    except InputError as err:
+        st.session_state[keys.CONFIG_ERROR] = "; ".join(err.problems)
         return
     except (ArchitectureError, ValueError, TypeError) as exc:
         st.session_state[keys.CONFIG_ERROR] = f"{name}: {exc}"
@@ -158,13 +167,18 @@ def on_upload() -> None:
     upload = st.session_state.get(keys.CONFIG_UPLOAD)
     if upload is None:
         return
-    try:
-        raw = upload.getvalue()
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        st.session_state[keys.CONFIG_ERROR] = f"{upload.name}: {tr(lang(), 'err.not_utf8')}"
+    name = str(upload.name)[:200]
+    if upload.size > MAX_CONFIG_BYTES:  # the server's maxUploadSize refuses larger files first
+        st.session_state[keys.CONFIG_ERROR] = f"{name}: " + tr(
+            lang(), "err.config_too_large", mib=MAX_CONFIG_BYTES // 2**20
+        )
         return
-    load_config_text(text, upload.name)
+    try:
+        text = upload.getvalue().decode("utf-8")
+    except UnicodeDecodeError:
+        st.session_state[keys.CONFIG_ERROR] = f"{name}: {tr(lang(), 'err.not_utf8')}"
+        return
+    load_config_text(text, name)
 
 
 def on_paste() -> None:
@@ -184,10 +198,13 @@ def init_session() -> None:
     lang_param = params.get("lang") or "en"
     ss[keys.LANG] = lang_param if lang_param in LANGS else "en"
     if lang_param not in LANGS:
-        problems.append(tr(ss[keys.LANG], "url.bad_lang", value=lang_param))
+        problems.append(tr(ss[keys.LANG], "url.bad_lang", value=lang_param[:80]))
+    if len(params) > MAX_URL_PARAMS:
+        problems.append(tr(ss[keys.LANG], "url.too_many", n=len(params) - MAX_URL_PARAMS))
+        params = dict(list(params.items())[:MAX_URL_PARAMS])
     preset = params.get("preset") or default_preset()
     if preset not in preset_ids():
-        problems.append(tr(ss[keys.LANG], "url.bad_preset", value=preset))
+        problems.append(tr(ss[keys.LANG], "url.bad_preset", value=preset[:80]))
         preset = default_preset()
     ss[keys.PRESET] = preset
     ss[keys.URL_PROBLEMS] = []
@@ -211,7 +228,7 @@ def apply_url_fields(preset: str, params: dict[str, str | None]) -> list[str]:
             continue
         spec = field(key)
         if spec is None or key in ("name", "description"):
-            problems.append(tr(L, "url.unknown_param", key=key))
+            problems.append(tr(L, "url.unknown_param", key=key[:80]))
             continue
         try:
             value = decode_value(spec, text)
@@ -271,7 +288,7 @@ def _field_problem(preset: str, accepted: dict[str, Any], spec: FieldSpec, value
         except (ArchitectureError, ValueError, TypeError) as exc:
             return str(exc)
         return ""
-    if spec.path == "model.path" and value not in model_presets():
+    if spec.path == "model.path" and value not in model_presets(strict=False):
         return tr(lang(), "url.unknown_model")
     try:
         load_scenario(preset, overrides={**accepted, spec.path: value})
@@ -303,7 +320,11 @@ def current_overrides() -> tuple[dict[str, Any], list[str], str]:
     source = ss.get(keys.MODEL_SOURCE, "preset")
     if source == "size":
         try:
-            approx = approximate_model(parse_size(ss.get(keys.MODEL_SIZE, "")), ss.get(keys.MODEL_SIZE_FAMILY))
+            spec = parse_size(ss.get(keys.MODEL_SIZE, ""))
+            family = ss.get(keys.MODEL_SIZE_FAMILY)
+            if family not in families(spec.moe):  # the family box follows the size one run later
+                family = next(iter(families(spec.moe)), family)
+            approx = approximate_model(spec, family)
             overrides["model.config"] = approx.config
             note = tr(
                 L,

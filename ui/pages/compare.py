@@ -8,15 +8,18 @@ import streamlit as st
 from calculator import estimate
 from calculator.api import load_scenario_with_warnings
 from calculator.errors import InputError
+from calculator.presets import MAX_INPUT_BYTES
 from calculator.report import Report
 from calculator.scenario import Scenario
 from ui import figures, keys, render, state, summary
 from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
 from ui.i18n import tr
+from ui.text import md, md_lines
 
 CURRENT = "__current__"
 PERSIST = "session"
 MAX_SCENARIOS = 4
+MAX_LABEL_CHARS = 60
 QUICK: dict[str, list[tuple[str, str, str]]] = {
     # quick comparison -> [(base, overrides, label)]
     "ppo_grpo": [
@@ -99,6 +102,7 @@ if keys.cmp_base(0) not in ss:
 
 st.markdown(f"#### {tr(L, 'cmp.title')}")
 st.caption(tr(L, "cmp.caption"))
+render.notices()
 top_l, top_r = st.columns([4, 1])
 with top_l:
     st.pills(
@@ -126,7 +130,7 @@ for i, col in enumerate(columns):
     if ss[keys.cmp_base(i)] not in [CURRENT, *presets]:
         ss[keys.cmp_base(i)] = CURRENT
     with col, st.container(border=True):
-        st.text_input(tr(L, "cmp.label"), key=keys.cmp_label(i), persist_state=PERSIST)
+        st.text_input(tr(L, "cmp.label"), key=keys.cmp_label(i), max_chars=MAX_LABEL_CHARS, persist_state=PERSIST)
         st.selectbox(
             tr(L, "cmp.base"),
             [CURRENT, *presets],
@@ -139,16 +143,17 @@ for i, col in enumerate(columns):
             key=keys.cmp_overrides(i),
             height=90,
             placeholder="rollout.n=8",
+            max_chars=MAX_INPUT_BYTES + 1,
             persist_state=PERSIST,
         )
         scenario, problems, notes = build_column(i, current)
         if scenario is None:
-            st.error("**" + tr(L, "cmp.invalid") + "**\n\n" + "\n".join(f"- {p}" for p in problems))
+            st.error("**" + tr(L, "cmp.invalid") + "**\n\n" + md_lines(problems))
             continue
         try:
             report = estimate(scenario)
         except Exception as exc:
-            st.error(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}"))
+            st.error(md(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}")))
             continue
         label = ss.get(keys.cmp_label(i)) or f"#{i + 1}"
         items.append((label, scenario, report))
@@ -160,13 +165,15 @@ for i, col in enumerate(columns):
             delta_color="normal",
         )
         st.caption(
-            f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · "
-            f"{tr(L, 'metric.peak_phase')}: {p.phase} · {tr(L, 'metric.worst')}: {p.worst_case_gib_per_gpu:.2f} GiB"
+            md(
+                f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · "
+                f"{tr(L, 'metric.peak_phase')}: {p.phase} · {tr(L, 'metric.worst')}: {p.worst_case_gib_per_gpu:.2f} GiB"
+            )
         )
         if notes:
             with st.expander(tr(L, "cmp.notes")):
-                for n in notes:
-                    st.caption(n)
+                for n in notes[:50]:
+                    st.caption(md(n, limit=1000))
 
 if len(items) >= 1:
     st.markdown(f"#### {tr(L, 'cmp.chart')}")

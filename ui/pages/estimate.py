@@ -11,14 +11,16 @@ import streamlit as st
 from calculator import estimate
 from calculator.report import Report
 from ui import figures, inputs, keys, render, state, summary
+from ui.figures_time import step_time_figure
 from ui.i18n import tr, tr_or
+from ui.text import md
 
 L = state.lang()
 built = state.build_scenario()
 inputs.render_sidebar(built)
 state.sync_url(built)
 
-render.url_problems()
+render.notices()
 if built.scenario is None:
     st.markdown(f"#### {tr(L, 'est.title')}")
     render.problems(built)
@@ -28,18 +30,17 @@ scenario = built.scenario
 try:
     report: Report = estimate(scenario)
 except Exception as exc:  # the calculator raised on a valid scenario: show it, never a traceback
-    st.error(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}"), icon=":material/error:")
+    st.error(md(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
 
 algo = st.session_state.get(keys.ALGO, scenario.algorithm.adv_estimator)
 st.markdown(f"#### {tr(L, 'est.title')}")
-st.caption(render.scenario_caption(report, algo))
+st.caption(md(render.scenario_caption(report, algo)))
 render.headline(report)
 render.advice(scenario, report)
 
 # ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
-time_pair = render.optional("ui.figures_time", "step_time_figure") if report.time is not None else None
-fig_time = render.call_figure(time_pair[0], report, lang=L) if time_pair else None
+fig_time = step_time_figure(report, lang=L) if report.time is not None else None
 left, right = st.columns([3, 2], gap="large")
 
 with left:
@@ -117,23 +118,6 @@ with right:
             height=(fig_time.layout.height or 400) + 120,
         )
         render.chart(fig_time, keys.CHART_TIME, "rlplan-step-time")
-    elif report.time is not None and report.time.phases_s:
-        with st.container(border=True):
-            st.markdown(f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s**")
-            total = sum(report.time.phases_s.values()) or 1.0
-            st.dataframe(
-                pd.DataFrame(
-                    [(k, v, v / total * 100) for k, v in report.time.phases_s.items()],
-                    columns=[tr(L, "table.phase"), tr(L, "table.seconds"), tr(L, "table.share")],
-                ),
-                hide_index=True,
-                width="stretch",
-                column_config={
-                    tr(L, "table.seconds"): st.column_config.NumberColumn(format="%.1f"),
-                    tr(L, "table.share"): st.column_config.ProgressColumn(format="%.0f%%", min_value=0, max_value=100),
-                },
-            )
-            st.caption(tr(L, "est.step_time_table"))
     ro = report.rollout
     with st.container(border=True):
         st.markdown(f"**{tr(L, 'est.rollout_title', engine=ro.engine, replicas=ro.num_replicas)}**")

@@ -8,19 +8,19 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from calculator.planner import plan
 from calculator.scenario import Scenario
 from ui import inputs, keys, render, state
 from ui.fields import encode_value
 from ui.i18n import tr
 from ui.options import gpu_ids, gpu_label
+from ui.text import md
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def run_plan(s: Scenario, gpus: tuple[str, ...], max_gpus: int, margin: float) -> dict[str, Any]:
-    """The plan as JSON data (a large sweep over GPU types and counts: cached)."""
-    (plan,) = render.optional("calculator.planner", "plan")
-    result = plan(s, gpus=list(gpus) or None, max_gpus=max_gpus, margin=margin)
-    return result.model_dump(mode="json")
+    """The plan as JSON data (a large sweep over GPU types and counts: cached, shared by every session)."""
+    return plan(s, gpus=list(gpus) or None, max_gpus=max_gpus, margin=margin).model_dump(mode="json")
 
 
 def _settings(d: Any) -> str:
@@ -34,12 +34,9 @@ state.sync_url(built)
 
 st.markdown(f"#### {tr(L, 'plan.title')}")
 st.caption(tr(L, "plan.caption"))
-render.url_problems()
+render.notices()
 if built.scenario is None:
     render.problems(built)
-    st.stop()
-if render.optional("calculator.planner", "plan") is None:
-    st.info(tr(L, "plan.unavailable", why="calculator.planner"), icon=":material/info:")
     st.stop()
 
 c1, c2, c3 = st.columns([4, 1, 1])
@@ -71,8 +68,8 @@ with c3:
 try:
     with st.spinner("…"):
         data = run_plan(built.scenario, tuple(gpus), int(max_gpus), float(margin))
-except Exception as exc:  # never a traceback
-    st.error(tr(L, "plan.failed", why=f"{type(exc).__name__}: {exc}"), icon=":material/error:")
+except Exception as exc:  # the calculator raised on a valid scenario: say so, never a traceback
+    st.error(md(tr(L, "plan.failed", why=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
 
 rows = []
@@ -109,7 +106,7 @@ with_overrides = [r for r in data.get("rows", []) if (r.get("recommended") or {}
 if with_overrides:
     with st.expander(tr(L, "plan.overrides")):
         for r in with_overrides:
-            st.markdown(f"**{r.get('gpu_name') or r.get('gpu')}**")
+            st.markdown(f"**{md(r.get('gpu_name') or r.get('gpu'))}**")
             st.code(" \\\n".join(r["recommended"]["verl_overrides"]), language="bash")
 if "elapsed_s" in data:
     st.caption(tr(L, "plan.elapsed", s=float(data["elapsed_s"])))

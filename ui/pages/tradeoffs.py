@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from calculator.scenario import Scenario
+from calculator.tradeoff import TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
 from ui import inputs, keys, render, state
 from ui.fields import encode_value
+from ui.figures_time import tradeoff_figure
 from ui.i18n import tr
-
-
-def _row(obj: Any) -> dict[str, Any]:
-    """A result row (pydantic model, dataclass or mapping) as a flat dict for a table."""
-    if hasattr(obj, "model_dump"):
-        data = obj.model_dump(mode="json")
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = dataclasses.asdict(obj)
-    elif isinstance(obj, dict):
-        data = dict(obj)
-    else:
-        data = {"value": str(obj)}
-    return {
-        k: (", ".join(f"{a}={encode_value(b)}" for a, b in v.items()) if isinstance(v, dict) else v)
-        for k, v in data.items()
-    }
-
+from ui.text import md
 
 TECHNIQUE_COLUMNS = (
     ("technique", "to.technique"),
@@ -40,14 +25,20 @@ TECHNIQUE_COLUMNS = (
     ("note", "to.note"),
     ("settings", "to.settings"),
 )
+HIDDEN_COLUMNS = ("peak_gib_before", "peak_gib_after", "step_s_before", "step_s_after", "phase_saved_gib", "applicable")
 
 
-def technique_row(obj: Any) -> dict[str, Any]:
+def _settings_text(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={encode_value(v)}" for k, v in settings.items())
+
+
+def technique_row(row: TechniqueRow) -> dict[str, Any]:
     """A TechniqueRow with the deciding numbers first (memory saved, time added), translated headers."""
-    data = _row(obj)
+    data = row.model_dump(mode="json")
+    data["settings"] = _settings_text(data["settings"])
     L = state.lang()
-    out = {tr(L, label): data.pop(name) for name, label in TECHNIQUE_COLUMNS if name in data}
-    for k in ("peak_gib_before", "peak_gib_after", "step_s_before", "step_s_after", "phase_saved_gib", "applicable"):
+    out = {tr(L, label): data.pop(name) for name, label in TECHNIQUE_COLUMNS}
+    for k in HIDDEN_COLUMNS:
         data.pop(k, None)
     for k, v in out.items():
         if isinstance(v, float):
@@ -56,13 +47,10 @@ def technique_row(obj: Any) -> dict[str, Any]:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def sweep(s: Scenario) -> tuple[list[Any], list[Any], list[Any]]:
-    """The trade-off sweep of one scenario (a large sweep: cached)."""
-    tradeoff_sweep, pareto_front, technique_table = render.optional(
-        "calculator.tradeoff", "tradeoff_sweep", "pareto_front", "technique_table"
-    )
-    points = list(tradeoff_sweep(s))
-    return points, list(pareto_front(points)), list(technique_table(s))
+def sweep(s: Scenario) -> tuple[list[TradeoffPoint], list[TradeoffPoint], list[TechniqueRow]]:
+    """The trade-off sweep of one scenario (a large sweep: cached, shared by every session)."""
+    points = tradeoff_sweep(s)
+    return points, pareto_front(points), technique_table(s)
 
 
 L = state.lang()
@@ -72,33 +60,23 @@ state.sync_url(built)
 
 st.markdown(f"#### {tr(L, 'to.title')}")
 st.caption(tr(L, "to.caption"))
-render.url_problems()
+render.notices()
 if built.scenario is None:
     render.problems(built)
-    st.stop()
-
-calc = render.optional("calculator.tradeoff", "tradeoff_sweep", "pareto_front", "technique_table")
-fig_mod = render.optional("ui.figures_time", "tradeoff_figure")
-if calc is None:
-    st.info(tr(L, "to.unavailable", why="calculator.tradeoff"), icon=":material/info:")
     st.stop()
 
 try:
     with st.spinner("…"):
         points, front, techniques = sweep(built.scenario)
-except Exception as exc:  # a module under construction must not break the page
-    st.error(tr(L, "to.failed", why=f"{type(exc).__name__}: {exc}"), icon=":material/error:")
+except Exception as exc:  # the calculator raised on a valid scenario: say so, never a traceback
+    st.error(md(tr(L, "to.failed", why=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
 
-if fig_mod is None:
-    st.info(tr(L, "to.unavailable", why="ui.figures_time.tradeoff_figure"), icon=":material/info:")
-else:
-    fig = render.call_figure(fig_mod[0], points, lang=L)
-    if fig is not None:
-        render.chart(fig, keys.TO_CHART, "rlplan-tradeoffs")
-        c_png, _ = st.columns([1, 5])
-        with c_png:
-            render.png_button(fig, keys.TO_DL_PNG, "rlplan-tradeoffs")
+fig = tradeoff_figure(points, lang=L)
+render.chart(fig, keys.TO_CHART, "rlplan-tradeoffs")
+c_png, _ = st.columns([1, 5])
+with c_png:
+    render.png_button(fig, keys.TO_DL_PNG, "rlplan-tradeoffs")
 
 st.markdown(f"**{tr(L, 'to.techniques')}**")
 st.dataframe(pd.DataFrame([technique_row(t) for t in techniques]), hide_index=True, width="stretch")
@@ -106,13 +84,11 @@ st.dataframe(pd.DataFrame([technique_row(t) for t in techniques]), hide_index=Tr
 st.markdown(f"**{tr(L, 'to.pareto')}**")
 rows = [
     {
-        tr(L, "to.label"): getattr(p, "label", ""),
-        tr(L, "to.peak"): round(getattr(p, "peak_gib_per_gpu", getattr(p, "peak_gib", 0.0)), 2),
-        tr(L, "to.step"): round(getattr(p, "step_s", 0.0), 1),
-        tr(L, "to.fits"): tr(L, "common.yes") if getattr(p, "fits", False) else tr(L, "common.no"),
-        tr(L, "to.settings"): ", ".join(
-            f"{k}={encode_value(v)}" for k, v in (getattr(p, "settings", {}) or {}).items()
-        ),
+        tr(L, "to.label"): p.label,
+        tr(L, "to.peak"): round(p.peak_gib_per_gpu, 2),
+        tr(L, "to.step"): round(p.step_s, 1),
+        tr(L, "to.fits"): tr(L, "common.yes") if p.fits else tr(L, "common.no"),
+        tr(L, "to.settings"): _settings_text(p.settings),
     }
     for p in front
 ]

@@ -7,20 +7,34 @@ import streamlit as st
 
 from calculator.api import load_scenario_with_warnings
 from calculator.errors import InputError
+from calculator.presets import MAX_INPUT_BYTES
 from calculator.scenario import Scenario
+from calculator.verl import format_overrides
 from ui import inputs, keys, render, state
 from ui.fields import encode_value, scenario_flat, settings_diff
 from ui.i18n import tr
+from ui.text import md, md_lines
+
+EXPORT_STYLES = ("command", "overrides")
+MAX_NOTES = 50  # import notes shown (a pasted file can hold thousands of unknown keys)
 
 
-def export_texts(s: Scenario, exporter: tuple | None, formatter: tuple | None) -> dict[str, str]:
-    """The launch command and the bare overrides, from whichever exporter calculator.verl offers."""
-    if formatter is not None:
-        return {style: formatter[0](s, style=style) for style in ("command", "overrides")}
-    result = exporter[0](s)
-    if isinstance(result, str):
-        return {"overrides": result}
-    return {"overrides": "\n".join(f"{k}={encode_value(v)}" for k, v in result) + "\n"}
+def export_texts(s: Scenario) -> dict[str, str]:
+    """The launch command and the bare overrides (calculator.verl.format_overrides)."""
+    return {style: format_overrides(s, style=style) for style in EXPORT_STYLES}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def import_script(base: Scenario, text: str) -> tuple[Scenario | None, list[str], list[str]]:
+    """(scenario, notes, problems) of a pasted launch script or verl YAML on top of ``base``. Cached: the
+    text stays in its box and the page reruns on every widget change; parsing 2 MiB takes about a second."""
+    try:
+        imported, notes = load_scenario_with_warnings(base, verl_overrides=text)
+    except InputError as err:
+        return None, [], list(err.problems)
+    except Exception as exc:  # a parser failure must not take the page down: say what, never a traceback
+        return None, [], [f"{type(exc).__name__}: {exc}"]
+    return imported, notes, []
 
 
 def apply_imported(s: Scenario, n: int) -> None:
@@ -34,7 +48,7 @@ inputs.render_sidebar(built)
 state.sync_url(built)
 
 st.markdown(f"#### {tr(L, 'verl.title')}")
-render.url_problems()
+render.notices()
 if built.scenario is None:
     render.problems(built)
     st.stop()
@@ -44,29 +58,24 @@ left, right = st.columns(2, gap="large")
 with left:
     st.markdown(f"**{tr(L, 'verl.export')}**")
     st.caption(tr(L, "verl.export_caption"))
-    exporter = render.optional("calculator.verl", "export_overrides")
-    formatter = render.optional("calculator.verl", "format_overrides")
-    if exporter is None and formatter is None:
-        st.info(tr(L, "verl.export_unavailable", why="calculator.verl.export_overrides"), icon=":material/info:")
+    try:
+        texts = export_texts(scenario)
+    except Exception as exc:  # the calculator raised on a valid scenario: say so, never a traceback
+        st.error(md(tr(L, "verl.export_failed", why=f"{type(exc).__name__}: {exc}")))
     else:
-        try:
-            texts = export_texts(scenario, exporter, formatter)
-        except Exception as exc:  # never a traceback
-            st.error(tr(L, "verl.export_failed", why=f"{type(exc).__name__}: {exc}"))
-        else:
-            tabs = st.tabs([tr(L, f"verl.style.{k}") for k in texts])
-            for tab, text in zip(tabs, texts.values(), strict=True):
-                with tab:
-                    st.code(text, language="bash", wrap_lines=False)
-            st.download_button(
-                tr(L, "verl.dl"),
-                data=texts.get("command") or next(iter(texts.values())),
-                file_name="verl-launch.sh",
-                mime="text/x-shellscript",
-                key=keys.VERL_DL_OVERRIDES,
-                on_click="ignore",
-                icon=":material/download:",
-            )
+        tabs = st.tabs([tr(L, f"verl.style.{k}") for k in texts])
+        for tab, text in zip(tabs, texts.values(), strict=True):
+            with tab:
+                st.code(text, language="bash", wrap_lines=False)
+        st.download_button(
+            tr(L, "verl.dl"),
+            data=texts["command"],
+            file_name="verl-launch.sh",
+            mime="text/x-shellscript",
+            key=keys.VERL_DL_OVERRIDES,
+            on_click="ignore",
+            icon=":material/download:",
+        )
 
 with right:
     st.markdown(f"**{tr(L, 'verl.import')}**")
@@ -75,20 +84,23 @@ with right:
         tr(L, "verl.import_text"),
         key=keys.VERL_IMPORT_TEXT,
         height=220,
+        max_chars=MAX_INPUT_BYTES + 1,  # one more than is read: a longer paste gets the size message
         placeholder="python3 -m verl.trainer.main_ppo \\\n  algorithm.adv_estimator=grpo \\\n  actor_rollout_ref.rollout.n=8 \\\n  trainer.n_gpus_per_node=8",
     )
-    if text.strip():
-        try:
-            imported, notes = load_scenario_with_warnings(scenario, verl_overrides=text)
-        except InputError as err:
-            st.error("**" + tr(L, "verl.import_problems") + "**\n\n" + "\n".join(f"- {p}" for p in err.problems))
-        except Exception as exc:  # never a traceback
-            st.error(f"{type(exc).__name__}: {exc}")
+    # The text is only parsed (calculator.verl never runs a shell): $(...) and backticks stay unresolved.
+    if len(text) > MAX_INPUT_BYTES:  # max_chars stops the browser one character later
+        st.error(tr(L, "err.text_too_large", mib=MAX_INPUT_BYTES // 2**20), icon=":material/block:")
+    elif text.strip():
+        imported, notes, problems = import_script(scenario, text)
+        if imported is None:
+            st.error("**" + tr(L, "verl.import_problems") + "**\n\n" + md_lines(problems))
         else:
             if notes:
                 with st.expander(tr(L, "verl.import_notes"), expanded=True):
-                    for n in notes:
-                        st.caption(n)
+                    for n in notes[:MAX_NOTES]:
+                        st.caption(md(n, limit=1000))
+                    if len(notes) > MAX_NOTES:
+                        st.caption(tr(L, "verl.more_notes", n=len(notes) - MAX_NOTES))
             before, after = scenario_flat(scenario), scenario_flat(imported)
             changed = [k for k in settings_diff([before, after]) if k not in ("name", "description")]
             if changed:

@@ -2,7 +2,7 @@
 
 The tree mirrors verl 0.9.1's Hydra config with the ``actor_rollout_ref.`` prefix dropped
 (``actor_rollout_ref.actor.fsdp_config.param_offload`` is ``actor.fsdp_config.param_offload``
-here), so that a verl override maps onto a field by name (see ``calculator/verl.py``). Defaults
+here), so that a verl override maps onto a field by name (see ``calculator/verl/keys.py``). Defaults
 are verl 0.9.1's (shared/reference/verl_config_keys.yaml, read from the wheel's
 ``verl/trainer/config/_generated_ppo_trainer.yaml``). Fields verl does not have (the GPU, mean
 lengths, overhead constants, efficiencies) are rlplan's own and say so.
@@ -380,7 +380,7 @@ class Scenario(_Frozen):
     name: str = Field(default="custom", description="Scenario label.")
     description: str = Field(default="", description="Free text: what this scenario is.")
     verl_version: Literal["0.9", "0.8", "0.7", "0.6"] = Field(
-        default="0.9", description="verl release whose memory behaviour is modelled (see calculator/verl.py)."
+        default="0.9", description="verl release whose memory behaviour is modelled (see calculator/versions.py)."
     )
     hardware: HardwareSection = HardwareSection()
     model: ModelSection = ModelSection()

@@ -34,7 +34,6 @@ from calculator.presets import (
     MAX_INPUT_BYTES,
     MAX_NESTING,
     PRESETS_DIR,
-    clear_cache,
     get_gpu,
     gpu_presets,
     load_presets,
@@ -45,7 +44,8 @@ from calculator.presets import (
     read_yaml_text,
 )
 from calculator.verl import import_verl_text
-from ui import keys, options
+from tests.presets_env import clear_preset_caches
+from ui import keys
 from ui.i18n import tr
 from ui.state import DEFAULT_PRESET
 from ui.text import html, md
@@ -654,24 +654,15 @@ def write_team_dir(root: Path, *, broken: bool = True) -> Path:
 BROKEN_FILES = ("typo.yaml", "bomb.yaml", "latin1.yaml", "huge.yaml", "h100-80gb.yaml", "broken.yaml")
 
 
-def _clear_preset_caches() -> None:
-    import streamlit as st
-
-    clear_cache()
-    options.gpu_ids.cache_clear()
-    options.model_ids.cache_clear()
-    st.cache_data.clear()
-
-
 @pytest.fixture()
 def team_presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """RLPLAN_PRESETS_DIR set to a temporary team directory (with a valid team GPU and broken files)."""
     root = write_team_dir(tmp_path / "team")
     monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(root))
-    _clear_preset_caches()
+    clear_preset_caches()
     yield root
     monkeypatch.delenv("RLPLAN_PRESETS_DIR")
-    _clear_preset_caches()
+    clear_preset_caches()
 
 
 def test_broken_team_files_are_skipped_and_named(team_presets: Path) -> None:
@@ -714,7 +705,7 @@ def test_app_runs_on_the_good_presets_and_names_the_broken_files(team_presets: P
 
 def test_presets_dir_that_does_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path / "missing"))
-    _clear_preset_caches()
+    clear_preset_caches()
     try:
         assert any("not a directory" in p for p in preset_problems())
         at = run_app()
@@ -722,7 +713,7 @@ def test_presets_dir_that_does_not_exist(tmp_path: Path, monkeypatch: pytest.Mon
         assert metrics(at)[PEAK] == default_peak()
     finally:
         monkeypatch.delenv("RLPLAN_PRESETS_DIR")
-        _clear_preset_caches()
+        clear_preset_caches()
 
 
 def test_mapping_file_reads_at_most_the_limit(tmp_path: Path) -> None:

@@ -25,9 +25,10 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from calculator.presets import MAX_INPUT_BYTES, PRESETS_DIR, clear_cache
+from calculator.presets import MAX_INPUT_BYTES, PRESETS_DIR
+from tests.presets_env import clear_preset_caches
 from tests.server import streamlit_server
-from ui import keys, options
+from ui import keys
 
 pytestmark = pytest.mark.deploy
 
@@ -182,23 +183,14 @@ def _team_dir(root: Path) -> Path:
     return root
 
 
-def _clear_caches() -> None:
-    import streamlit as st
-
-    clear_cache()
-    options.gpu_ids.cache_clear()
-    options.model_ids.cache_clear()
-    st.cache_data.clear()
-
-
 @pytest.fixture()
 def team_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = _team_dir(tmp_path / "presets")
     monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(root))
-    _clear_caches()
+    clear_preset_caches()
     yield root
     monkeypatch.delenv("RLPLAN_PRESETS_DIR")
-    _clear_caches()
+    clear_preset_caches()
 
 
 def test_team_gpu_preset_appears_in_the_gpu_select_box(team_dir: Path) -> None:

@@ -148,10 +148,7 @@ def test_comparison_figure_shares_one_y_range(report: Report, ppo_report: Report
 
 @pytest.mark.parametrize("preset", sorted(scenario_presets()))
 def test_every_preset_builds_figures(preset: str) -> None:
-    try:
-        r = _report(preset)
-    except Exception:
-        pytest.skip(f"preset {preset} does not load right now")
+    r = _report(preset)
     for fig in (figures.memory_figure(r, lang="zh"), figures.role_figure(r)):
         assert isinstance(fig, go.Figure) and fig.data
 

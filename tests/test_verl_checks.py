@@ -1,4 +1,4 @@
-"""verl 0.9.1's own config checks (calculator/verl_checks.py): each rule catches a bad config with verl's
+"""verl 0.9.1's own config checks (calculator/verl_checks/): each rule catches a bad config with verl's
 message and passes a good one; estimate() reports them as warnings."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calculator import estimate, load_scenario  # noqa: E402
-from calculator.presets import scenario_presets  # noqa: E402
+from calculator.inputs.presets import scenario_presets  # noqa: E402
 
 
 def median_ms(fn, repeat: int = 300) -> float:

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calculator import load_scenario, plan  # noqa: E402
-from calculator.presets import gpu_presets  # noqa: E402
+from calculator.inputs.presets import gpu_presets  # noqa: E402
 
 BUDGET_S = 1.0
 

@@ -16,9 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calculator import estimate, load_scenario  # noqa: E402
-from calculator.api import build_context  # noqa: E402
-from calculator.throughput import step_time  # noqa: E402
-from calculator.tradeoff import technique_table, tradeoff_sweep  # noqa: E402
+from calculator.planning.tradeoff import technique_table, tradeoff_sweep  # noqa: E402
+from calculator.report.estimate import build_context  # noqa: E402
+from calculator.timing.step import step_time  # noqa: E402
 
 CASES = {
     "qwen2.5-7b preset (fixed micro-batch)": ("qwen2.5-7b-grpo-8xh100", {}),

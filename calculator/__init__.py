@@ -4,10 +4,11 @@ Pure Python (pydantic, pyyaml, stdlib). Views (the Streamlit app, the CLI) impor
 it never imports them.
 """
 
-from calculator.api import estimate, load_scenario
 from calculator.errors import InputError
-from calculator.planner import plan
-from calculator.report import Report
-from calculator.scenario import Scenario
+from calculator.inputs.scenario import Scenario
+from calculator.loading import load_scenario
+from calculator.planning.planner import plan
+from calculator.report.estimate import estimate
+from calculator.report.models import Report
 
 __all__ = ["InputError", "Report", "Scenario", "estimate", "load_scenario", "plan"]

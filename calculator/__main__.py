@@ -1,7 +1,7 @@
-"""``python -m calculator``: see calculator/cli.py."""
+"""``python -m calculator``: see calculator/cli/main.py."""
 
 import sys
 
-from calculator.cli import main
+from calculator.cli.main import main
 
 sys.exit(main())

@@ -7,7 +7,7 @@ def clear_preset_caches() -> None:
     """Clear the calculator's preset caches, the UI's option lists and Streamlit's data cache."""
     import streamlit as st
 
-    from calculator.presets import clear_cache
+    from calculator.inputs.presets import clear_cache
     from ui import options
 
     clear_cache()

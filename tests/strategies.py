@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from calculator.scenario import Scenario
+from calculator.inputs.scenario import Scenario
 
 MODELS = ["qwen2.5-0.5b", "qwen2.5-7b", "llama3.1-8b", "qwen3-8b", "qwen3-30b-a3b", "mistral-7b-v0.1", "gemma-2-2b"]
 GPUS = ["h100-80gb", "a100-80gb", "a100-40gb", "h200-141gb", "l40s-48gb"]

@@ -2,7 +2,7 @@
 
 Builds tiny configs of llama, qwen2, qwen3 and qwen3_moe on CPU, runs a forward with
 saved_tensors_hooks counting unique saved storage bytes (tests/activation_probe.py) and compares with
-calculator.activations within 5%, with and without gradient checkpointing. SDPA on CPU dispatches to a
+calculator.model.activations within 5%, with and without gradient checkpointing. SDPA on CPU dispatches to a
 flash-attention kernel that saves q, k, v, output and an fp32 log-sum-exp and runs GQA natively, like
 flash-attention-2 on GPU (shared/TESTING.md).
 """
@@ -16,8 +16,8 @@ torch = pytest.importorskip(
 )
 pytest.importorskip("transformers")
 
-from calculator import activations as act  # noqa: E402
-from calculator.architecture import parse_hf_config  # noqa: E402
+from calculator.model import activations as act  # noqa: E402
+from calculator.model.architecture import parse_hf_config  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

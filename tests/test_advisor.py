@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from calculator import InputError, estimate, load_scenario
-from calculator.advisor import TIER_ORDER, TIME_COST_LABELS, advise
-from calculator.cli import main
-from calculator.fit import fit_check
-from calculator.scenario import Scenario
+from calculator.cli.main import main
+from calculator.inputs.scenario import Scenario
+from calculator.planning.advisor import TIER_ORDER, TIME_COST_LABELS, advise
+from calculator.planning.fit import fit_check
 from tests.strategies import scenario_dicts
 
 BASE = "qwen2.5-7b-grpo-8xh100"
@@ -117,8 +117,8 @@ def test_within_margin_status():
 
 
 def test_without_step_time_ranks_by_mechanism(monkeypatch):
-    import calculator.advisor as adv
-    import calculator.plan_search as ps
+    import calculator.planning.advisor as adv
+    import calculator.planning.search as ps
 
     real = adv.estimate
     monkeypatch.setattr(adv, "estimate", lambda s: real(s).model_copy(update={"time": None}))

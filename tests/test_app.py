@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from calculator import estimate, load_scenario
 from calculator.errors import InputError
-from calculator.presets import get_model, scenario_presets
+from calculator.inputs.presets import get_model, scenario_presets
 from ui import keys
 from ui.fields import field, widget_fields
 from ui.i18n import STRINGS, ZH_HELP, english_help, tr
@@ -448,7 +448,7 @@ def test_field_help_is_translated() -> None:
 def test_verl_checks_are_shown_once_with_their_severity() -> None:
     """estimate() also lists verl's config checks in report.warnings ("verl: ..."); the page shows them once,
     from check_config, as errors or warnings by severity."""
-    from calculator.verl_checks import check_config
+    from calculator.verl.checks import check_config
     from ui.text import md
 
     overrides = {"actor.ppo_micro_batch_size_per_gpu": 7}

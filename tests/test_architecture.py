@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from calculator.architecture import ArchitectureError, parse_hf_config
-from calculator.presets import model_presets
+from calculator.inputs.presets import model_presets
+from calculator.model.architecture import ArchitectureError, parse_hf_config
 
 PRESETS = model_presets()
 

@@ -27,10 +27,9 @@ from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
 from calculator import estimate, load_scenario
-from calculator.api import parse_value
-from calculator.architecture import ArchitectureError, parse_hf_config
 from calculator.errors import InputError
-from calculator.presets import (
+from calculator.inputs.overrides import parse_value
+from calculator.inputs.presets import (
     MAX_INPUT_BYTES,
     MAX_NESTING,
     PRESETS_DIR,
@@ -43,6 +42,7 @@ from calculator.presets import (
     read_mapping_file,
     read_yaml_text,
 )
+from calculator.model.architecture import ArchitectureError, parse_hf_config
 from calculator.verl import import_verl_text
 from tests.presets_env import clear_preset_caches
 from ui import keys
@@ -191,7 +191,7 @@ def test_yaml_tags_never_execute(tmp_path: Path, tag: str) -> None:
 @pytest.mark.parametrize("parser", ["libyaml", "pure-python"])
 def test_both_yaml_parsers_are_bounded(parser: str) -> None:
     """Without libyaml the loader falls back to PyYAML's Python event parser: bounded the same way."""
-    from calculator import presets
+    from calculator.inputs import presets
 
     loader_class = presets.BoundedSafeLoader if parser == "libyaml" else presets._bounded_loader(presets._PyEventParser)
     for text in (BILLION_LAUGHS, "[" * 1000 + "]" * 1000, "a: &a [*a]\n"):

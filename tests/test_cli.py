@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from calculator.cli import main
-from calculator.presets import model_presets
+from calculator.cli.main import main
+from calculator.inputs.presets import model_presets
 
 ROOT = Path(__file__).resolve().parent.parent
 

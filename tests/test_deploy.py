@@ -25,7 +25,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from calculator.presets import MAX_INPUT_BYTES, PRESETS_DIR
+from calculator.inputs.presets import MAX_INPUT_BYTES, PRESETS_DIR
 from tests.presets_env import clear_preset_caches
 from tests.server import streamlit_server
 from ui import keys
@@ -230,6 +230,6 @@ def test_dockerignore_keeps_the_image_to_the_app() -> None:
                  "calculator/__pycache__/api.cpython-311.pyc", "test-artifacts/load.json", "requirements-dev.txt",
                  ".streamlit/secrets.toml"):  # fmt: skip
         assert _ignored(path, patterns), path
-    for path in ("app.py", "requirements.txt", "calculator/api.py", "calculator/verl/__init__.py", "ui/render.py",
+    for path in ("app.py", "requirements.txt", "calculator/loading.py", "calculator/verl/__init__.py", "ui/render.py",
                  "ui/pages/estimate.py", "presets/gpus/h100-80gb.yaml", ".streamlit/config.toml"):  # fmt: skip
         assert not _ignored(path, patterns), path

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from calculator import estimate, load_scenario
-from calculator.presets import scenario_presets
-from calculator.report import Report
+from calculator.inputs.presets import scenario_presets
+from calculator.report.models import Report
 from ui import export, figures, summary
 from ui.fields import all_fields, decode_value, encode_value, scenario_flat
 from ui.model_size import approximate_model, parse_size

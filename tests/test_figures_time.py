@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from calculator import estimate, load_scenario
-from calculator.tradeoff import pareto_front, tradeoff_sweep
+from calculator.planning.tradeoff import pareto_front, tradeoff_sweep
 from ui.figures_time import (
     CURRENT_COLOR,
     INFEASIBLE_COLOR,

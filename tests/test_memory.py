@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from calculator import estimate, load_scenario
-from calculator.api import build_context
-from calculator.memory import all_phases
-from calculator.presets import get_gpu, model_presets
-from calculator.scenario import Scenario
+from calculator.inputs.presets import get_gpu, model_presets
+from calculator.inputs.scenario import Scenario
+from calculator.memory.phases import all_phases
+from calculator.report.estimate import build_context
 from calculator.units import GIB_BYTES, MIB_BYTES
 from tests.strategies import scenario_dicts
 

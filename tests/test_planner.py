@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calculator import InputError, estimate, load_scenario, plan
-from calculator.cli import main
-from calculator.fit import batch_geometry_problem, fit_check, parallel_problem
-from calculator.plan_search import GpuSearch, Knobs, gpu_count_ladder, search_gpu, selection_key
-from calculator.planner import (
+from calculator.cli.main import main
+from calculator.inputs.presets import gpu_presets
+from calculator.inputs.scenario import Scenario
+from calculator.planning.fit import batch_geometry_problem, fit_check, parallel_problem
+from calculator.planning.planner import (
     PlanTableRow,
     cluster_overrides,
     plan_table,
@@ -28,8 +29,7 @@ from calculator.planner import (
     size_table,
     size_table_to_markdown,
 )
-from calculator.presets import gpu_presets
-from calculator.scenario import Scenario
+from calculator.planning.search import GpuSearch, Knobs, gpu_count_ladder, search_gpu, selection_key
 from calculator.verl import native_to_verl, native_to_verl_items, verl_to_native
 from tests.strategies import scenario_dicts
 
@@ -266,7 +266,7 @@ def test_prices_are_editable(base):
 
 
 def test_without_step_time_the_minimum_is_recommended(base, monkeypatch):
-    import calculator.plan_search as ps
+    import calculator.planning.search as ps
 
     real = ps.estimate
     monkeypatch.setattr(ps, "estimate", lambda s: real(s).model_copy(update={"time": None}))
@@ -458,7 +458,7 @@ def test_cli_bad_input_exits_2_one_line_per_problem():
 
 
 def test_planner_is_pure():
-    code = "import sys, calculator.planner, calculator.advisor; print('streamlit' in sys.modules or 'plotly' in sys.modules)"
+    code = "import sys, calculator.planning.planner, calculator.planning.advisor; print('streamlit' in sys.modules or 'plotly' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "False"
 

@@ -9,7 +9,7 @@ import yaml
 
 from calculator import estimate, load_scenario
 from calculator.errors import InputError
-from calculator.presets import PRESETS_DIR, clear_cache, gpu_presets, model_presets, scenario_presets
+from calculator.inputs.presets import PRESETS_DIR, clear_cache, gpu_presets, model_presets, scenario_presets
 
 MODEL_FILES = sorted((PRESETS_DIR / "models").glob("*.yaml"))
 GPU_FILES = sorted((PRESETS_DIR / "gpus").glob("*.yaml"))

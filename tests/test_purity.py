@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_calculator_never_imports_views():
     code = (
-        "import sys, calculator, calculator.planner, calculator.tradeoff, calculator.verl, calculator.verl_checks, "
-        "calculator.advisor\n"
+        "import sys, calculator, calculator.planning.planner, calculator.planning.tradeoff, calculator.verl, calculator.verl.checks, "
+        "calculator.planning.advisor\n"
         "calculator.estimate(calculator.load_scenario('qwen2.5-7b-grpo-8xh100'))\n"
         "print(sorted(m for m in ('streamlit', 'plotly') if m in sys.modules))"
     )

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from calculator.constants import OverheadConfig
-from calculator.presets import model_presets
-from calculator.rollout import BLOCK_SIZE_TOKENS, EngineSettings, engine_budget, profile_activation_bytes
+from calculator.inputs.constants import OverheadConfig
+from calculator.inputs.presets import model_presets
+from calculator.memory.engine import BLOCK_SIZE_TOKENS, EngineSettings, engine_budget, profile_activation_bytes
 from calculator.units import GIB_BYTES, gib_to_bytes
 
 MODELS = model_presets()
@@ -93,7 +93,7 @@ def test_kv07_budget_identity():
 
 def test_cuda_graph_sizes_match_vllm_capture_list():
     """verl's max_num_seqs 256 -> capture sizes up to 512: [1,2,4] + 8..248 step 8 + 256..512 step 16 = 51."""
-    from calculator.rollout import num_cuda_graphs
+    from calculator.memory.engine import num_cuda_graphs
 
     assert num_cuda_graphs(settings(max_num_seqs=256)) == 51
     assert num_cuda_graphs(settings(max_num_seqs=16)) == 3 + 4  # up to 32: [1,2,4,8,16,24,32]

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 from calculator import load_scenario
 from calculator.errors import InputError
-from calculator.scenario import Scenario
+from calculator.inputs.scenario import Scenario
 from tests.strategies import scenarios
 
 

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from calculator import estimate, load_scenario
-from calculator.api import build_context
-from calculator.flops import attention_flops_per_token, collective_bytes_per_s
-from calculator.memory import active_phases
-from calculator.throughput import phase_times, step_time
-from calculator.throughput_rollout import decode_step_seconds, second_moment, survival
+from calculator.memory.phases import active_phases
+from calculator.report.estimate import build_context
+from calculator.timing.flops import attention_flops_per_token, collective_bytes_per_s
+from calculator.timing.rollout import decode_step_seconds, second_moment, survival
+from calculator.timing.step import phase_times, step_time
 from tests.strategies import scenario_dicts
 
 # Preset facts (presets/models/qwen2.5-7b.yaml, presets/gpus/h100-80gb.yaml).
@@ -216,7 +216,7 @@ def test_megatron_pipeline_bubble():
 def test_moe_decode_reads_only_touched_experts_at_small_batch():
     s = load_scenario(BASE, overrides={"model.path": "qwen3-30b-a3b", "rollout.tensor_model_parallel_size": 4})
     ctx = build_context(s)
-    from calculator.throughput_rollout import DecodeStep
+    from calculator.timing.rollout import DecodeStep
 
     step = DecodeStep(s, ctx)
     arch = ctx.actor.arch
@@ -469,8 +469,8 @@ def test_larger_micro_batches_never_slow_the_update(d):
 def test_planner_does_not_pick_one_sequence_per_micro_batch_for_the_reference():
     """The fastest configuration the planner finds for the reference scenario at 8 to 64 H100s keeps the
     configured micro-batch (16): one sequence per micro-batch is ~10% slower (GEMMs of 1,112 rows), not free."""
-    from calculator.plan_search import GpuSearch
-    from calculator.planner import plan
+    from calculator.planning.planner import plan
+    from calculator.planning.search import GpuSearch
 
     s = load_scenario(BASE)
     srch = GpuSearch(s, "h100-80gb", max_gpus=64, margin=0.05, allow_lora=False)
@@ -516,7 +516,7 @@ def test_batches_above_the_captured_sizes_launch_layer_by_layer():
     decode batch exceed 512, and those steps pay the host launches even without enforce_eager."""
     s = load_scenario(BASE, overrides={"rollout.max_num_seqs": 1024, "model.path": "qwen2.5-0.5b"})
     ctx = build_context(s)
-    from calculator.throughput_rollout import DecodeStep
+    from calculator.timing.rollout import DecodeStep
 
     step = DecodeStep(s, ctx)
     assert step.graph_top == 512
@@ -542,7 +542,7 @@ def test_enforce_eager_never_speeds_up_the_rollout_unless_it_buys_kv(d):
     """enforce_eager frees the CUDA-graph pool for KV: when that does not raise the concurrency (KV is not the
     bottleneck), the rollout is never faster without graphs."""
     from calculator.errors import InputError
-    from calculator.throughput_rollout import concurrency
+    from calculator.timing.rollout import concurrency
 
     try:
         g = load_scenario(d, overrides={"rollout.enforce_eager": False})

@@ -29,8 +29,8 @@ from __future__ import annotations
 import pytest
 
 from calculator import estimate, load_scenario
-from calculator.api import build_context
-from calculator.throughput_rollout import decode_step_seconds
+from calculator.report.estimate import build_context
+from calculator.timing.rollout import decode_step_seconds
 
 NEMO_RL_TABLE = "https://github.com/NVIDIA-NeMo/RL/blob/main/docs/about/performance-summary.md (Nemo RL v0.4)"
 NEMO_RL_RECIPES = "https://github.com/NVIDIA-NeMo/RL/tree/main/examples/configs/recipes/llm/performance"

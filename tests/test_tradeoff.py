@@ -7,7 +7,7 @@ import math
 import pytest
 
 from calculator import estimate, load_scenario
-from calculator.tradeoff import (
+from calculator.planning.tradeoff import (
     TechniqueRow,
     TradeoffPoint,
     apply_settings,

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 
 from calculator import load_scenario
 from calculator import verl as V
-from calculator.api import load_scenario_with_warnings
-from calculator.presets import model_presets
-from calculator.scenario import Scenario
+from calculator.inputs.presets import model_presets
+from calculator.inputs.scenario import Scenario
+from calculator.loading import load_scenario_with_warnings
 from tests.strategies import scenario_dicts
 
 # Fields verl has a key for but that can still need a "# rlplan:" line, and why.

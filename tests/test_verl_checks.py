@@ -1,4 +1,4 @@
-"""verl 0.9.1's own config checks (calculator/verl_checks/): each rule catches a bad config with verl's
+"""verl 0.9.1's own config checks (calculator/verl/checks/): each rule catches a bad config with verl's
 message and passes a good one; estimate() reports them as warnings."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from calculator import estimate, load_scenario
-from calculator.presets import scenario_presets
-from calculator.scenario import Scenario
-from calculator.verl_checks import check_config, padded_batch
+from calculator.inputs.presets import scenario_presets
+from calculator.inputs.scenario import Scenario
+from calculator.verl.checks import check_config, padded_batch
 
 
 def patch(s: Any, key: str, value: Any) -> Any:

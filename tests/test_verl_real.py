@@ -9,7 +9,7 @@ committed. Checked here:
   (with reasons) in ``NOT_IN_YAML``;
 * ``VERL_DEFAULTS`` equals the wheel's values, and every Scenario default of a mapped field equals verl's
   default (exceptions with reasons in ``DEFAULT_DIFFERENCES``);
-* every verl source location and message quoted by ``calculator/verl_checks/`` exists in the wheel;
+* every verl source location and message quoted by ``calculator/verl/checks/`` exists in the wheel;
 * with hydra-core installed, exported overrides compose against the real config tree.
 """
 
@@ -27,8 +27,8 @@ import yaml
 
 from calculator import load_scenario
 from calculator import verl as V
-from calculator import verl_checks as C
 from calculator.errors import InputError
+from calculator.verl import checks as C
 
 VERSION = "0.9.1"
 CONFIG = "verl/trainer/config/"

@@ -1,9 +1,9 @@
-"""The verl version table (calculator/versions.py) covers every version a Scenario accepts."""
+"""The verl version table (calculator/resolve/versions.py) covers every version a Scenario accepts."""
 
 from __future__ import annotations
 
-from calculator.scenario import VERL_VERSIONS
-from calculator.versions import VERSION_BEHAVIOUR, behaviour
+from calculator.inputs.scenario import VERL_VERSIONS
+from calculator.resolve.versions import VERSION_BEHAVIOUR, behaviour
 
 
 def test_every_scenario_version_has_a_row_with_sources():

@@ -18,8 +18,8 @@ import annotated_types
 from pydantic import BaseModel
 
 from calculator.errors import InputError
-from calculator.presets import read_json_text, read_yaml_text
-from calculator.scenario import Scenario
+from calculator.inputs.presets import read_json_text, read_yaml_text
+from calculator.inputs.scenario import Scenario
 
 Kind = Literal["bool", "int", "float", "choice", "str", "dict"]
 

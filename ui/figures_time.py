@@ -2,7 +2,7 @@
 
 ``step_time_figure`` reads ``report.time``: the top bar is the step stacked by phase (its length is
 ``step_s``), the lower bars split each phase by mechanism (``terms_s``; each bar's length is that
-phase's ``phases_s``). ``tradeoff_figure`` plots ``calculator.tradeoff`` points: peak GiB per GPU
+phase's ``phases_s``). ``tradeoff_figure`` plots ``calculator.planning.tradeoff`` points: peak GiB per GPU
 against step time, infeasible points grey, the Pareto front as a line, the current settings marked,
 and the GPU's usable memory as a vertical line. Colours are fixed per phase (``PHASE_COLORS``) and
 per mechanism (``TERM_COLORS``) so every chart and page agrees.
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from calculator.report import Report
-from calculator.tradeoff import TradeoffPoint, pareto_front
+from calculator.planning.tradeoff import TradeoffPoint, pareto_front
+from calculator.report.models import Report
 
 PHASE_ORDER = (
     "rollout",

@@ -45,7 +45,7 @@ EXTRA_HELP_EN: dict[str, str] = {
 ZH_HELP: dict[str, str] = {
     "Scenario label.": "场景名称。",
     "Free text: what this scenario is.": "自由文本：这个场景是什么。",
-    "verl release whose memory behaviour is modelled (see calculator/versions.py).": "按哪个 verl 版本的显存行为建模（见 calculator/versions.py）。",
+    "verl release whose memory behaviour is modelled (see calculator/resolve/versions.py).": "按哪个 verl 版本的显存行为建模（见 calculator/resolve/versions.py）。",
     "GPU preset id (see `presets gpus`).": "GPU 预设 id（见 `presets gpus`）。",
     "GPUs in the colocated pool.": "共置资源池中的 GPU 总数。",
     "GPUs per node (trainer.n_gpus_per_node).": "每个节点的 GPU 数（trainer.n_gpus_per_node）。",

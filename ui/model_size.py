@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from calculator.architecture import parse_hf_config
-from calculator.presets import model_presets
+from calculator.inputs.presets import model_presets
+from calculator.model.architecture import parse_hf_config
 
 _SIZE = re.compile(
     r"^\s*(?P<total>\d+(?:\.\d+)?)\s*(?P<unit>[bm])\s*(?:-?\s*a\s*(?P<active>\d+(?:\.\d+)?)\s*(?P<aunit>[bm]))?"

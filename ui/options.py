@@ -6,8 +6,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from calculator.presets import gpu_presets, model_presets
-from calculator.scenario import Scenario
+from calculator.inputs.presets import gpu_presets, model_presets
+from calculator.inputs.scenario import Scenario
 from calculator.units import format_count
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculator.advisor import Advice, advise
-from calculator.report import Report
-from calculator.scenario import Scenario
-from calculator.verl_checks import check_config
+from calculator.inputs.scenario import Scenario
+from calculator.planning.advisor import Advice, advise
+from calculator.report.models import Report
+from calculator.verl.checks import check_config
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.text import md, md_lines
@@ -209,7 +209,7 @@ def apply_changes(changes: dict[str, Any]) -> None:
 
 
 def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
-    """What to change when it does not fit (calculator.advisor): ranked, each one click away."""
+    """What to change when it does not fit (calculator.planning.advisor): ranked, each one click away."""
     if report.peak.fits and report.peak.worst_case_fits:
         return
     L = state.lang()

@@ -13,10 +13,10 @@ from typing import Any
 import streamlit as st
 
 from calculator import load_scenario
-from calculator.architecture import ArchitectureError, parse_hf_config
 from calculator.errors import InputError
-from calculator.presets import MAX_INPUT_BYTES, model_presets, preset_problems, read_json_text, scenario_presets
-from calculator.scenario import Scenario
+from calculator.inputs.presets import MAX_INPUT_BYTES, model_presets, preset_problems, read_json_text, scenario_presets
+from calculator.inputs.scenario import Scenario
+from calculator.model.architecture import ArchitectureError, parse_hf_config
 from ui import keys
 from ui.fields import (
     FieldSpec,
@@ -53,7 +53,7 @@ class Built:
 # ----------------------------------------------------------------------------- presets
 
 
-# Presets are read once per server process (calculator.presets caches the files; these caches are shared by
+# Presets are read once per server process (calculator.inputs.presets caches the files; these caches are shared by
 # every session). A preset file that cannot be read is left out and reported (preset_file_problems).
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from calculator.report import PhaseOut, Report
-from calculator.scenario import Scenario
+from calculator.inputs.scenario import Scenario
+from calculator.report.models import PhaseOut, Report
 from calculator.units import format_count
 from ui.fields import all_fields, encode_value, scenario_flat
 from ui.figures import component_formula, component_order

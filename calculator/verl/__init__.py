@@ -30,11 +30,10 @@ Every name below stays importable from ``calculator.verl``.
 """
 
 from calculator.errors import InputError
-from calculator.scenario import FsdpSection, MegatronSection, RewardRolloutSection, Scenario
+from calculator.inputs.scenario import FsdpSection, MegatronSection, RewardRolloutSection, Scenario
 from calculator.verl.defaults import VERL_DEFAULTS, VERL_MEGATRON_DEFAULTS, verl_defaults
 from calculator.verl.export import (
     Export,
-    export_main,
     export_overrides,
     export_scenario,
     export_yaml,
@@ -120,7 +119,6 @@ __all__ = [
     "read_verl_file",
     # export
     "Export",
-    "export_main",
     "export_overrides",
     "export_scenario",
     "export_yaml",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calculator.scenario import MegatronSection
+from calculator.inputs.scenario import MegatronSection
 from calculator.verl.keys import (
     _A,
     _F,

@@ -21,8 +21,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from calculator.roles import need_critic
-from calculator.scenario import Scenario
+from calculator.inputs.scenario import Scenario
+from calculator.model.roles import need_critic
 from calculator.verl.defaults import verl_defaults
 from calculator.verl.fields import (
     _DEFAULTS,
@@ -234,31 +234,3 @@ def export_yaml(scenario: Scenario, base: Scenario | None = None) -> str:
             last = g
         out += dump({top: sub}, 0)
     return "\n".join(out) + "\n"
-
-
-def export_main(args: Any, scenario_from_args: Any) -> int:
-    """``python -m calculator export``: print the settings; import notes, verl's config problems and the
-    settings ``--format overrides`` cannot carry go to stderr."""
-    import sys
-
-    from calculator.api import load_scenario
-    from calculator.verl_checks import check_config
-
-    scenario, notes = scenario_from_args(args)
-    for note in notes:
-        print(f"warning: {note}", file=sys.stderr)
-    for problem in check_config(scenario):
-        print(f"verl {problem.severity}: {problem.message}", file=sys.stderr)
-    if args.format == "yaml":
-        print(export_yaml(scenario), end="")
-        return 0
-    if args.format == "command":
-        print(format_overrides(scenario, "command"), end="")
-        return 0
-    base = load_scenario(args.scenario) if args.scenario else None
-    exp = export_scenario(scenario, base)
-    print(format_overrides(exp, "overrides"), end="")
-    if exp.rlplan:
-        lost = " ".join("--set " + shlex.quote(f"{k}={json.dumps(v)}") for k, v in exp.rlplan)
-        print(f"note: not verl settings, give them again with the same base scenario: {lost}", file=sys.stderr)
-    return 0

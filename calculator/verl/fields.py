@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
 
-from calculator.scenario import Scenario
+from calculator.inputs.presets import model_presets
+from calculator.inputs.scenario import Scenario
 from calculator.verl.defaults import verl_defaults
 from calculator.verl.keys import _A, _M, _R, TARGET_MODULES, VERL_PLACEHOLDER_MODEL_PATH, native_to_verl
 from calculator.verl.shell import _Unresolved
@@ -123,8 +124,6 @@ def native_to_verl_items(key: str, value: Any, scenario: Scenario | None = None)
 
 
 def _hf_repo(model_id: str | None) -> str | None:
-    from calculator.presets import model_presets
-
     if model_id is None:
         return None
     m = model_presets(strict=False).get(model_id)
@@ -132,8 +131,6 @@ def _hf_repo(model_id: str | None) -> str | None:
 
 
 def _model_id_from_path(path: str) -> str | None:
-    from calculator.presets import model_presets
-
     presets = model_presets(strict=False)
     base = path.rstrip("/").split("/")[-1].lower()
     repo = "/".join(path.rstrip("/").split("/")[-2:]).lower()

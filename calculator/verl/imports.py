@@ -6,7 +6,7 @@ interpolations are resolved against the other settings and verl's defaults
 (:mod:`calculator.verl.interpolate`); whatever stays unresolved is reported and ignored. Unknown keys are
 warnings, never fatal. verl 0.9.1 selects Megatron with ``model_engine=megatron``
 (``trainer/config/ppo_trainer.yaml`` defaults list); keys of the other engine's config are ignored with a
-note. verl's own checks on the raw keys (``calculator.verl_checks.check_raw_config``) add their messages,
+note. verl's own checks on the raw keys (``calculator.verl.checks.check_raw_config``) add their messages,
 and ``# rlplan: key=<json>`` lines are applied last.
 """
 
@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from calculator.errors import InputError
-from calculator.presets import read_json_text
+from calculator.inputs.overrides import set_dotted
+from calculator.inputs.presets import read_json_text, read_yaml_text
+from calculator.verl.checks.raw import check_raw_config
 from calculator.verl.defaults import _FSDP_ONLY_KEYS, _MEGATRON_ONLY_KEYS, _MISSING, verl_defaults
 from calculator.verl.fields import _to_native, native_default, native_field_exists
 from calculator.verl.interpolate import _hydra_parse, _parse_scalar, _Resolver
@@ -174,8 +176,6 @@ def _import_flat(
             natives["critic.strategy"] = "fsdp"
 
     if not quiet:
-        from calculator.verl_checks import check_raw_config
-
         notes += [f"verl: {p.message}" for p in check_raw_config(given, res, engine)]
 
     for key, text in rlplan:
@@ -223,8 +223,6 @@ def import_verl_yaml(
 def import_verl_text(text: str) -> tuple[dict[str, Any], list[str]]:
     """A bash launch script, a ``--format overrides`` file or a verl YAML config -> (native dotted
     overrides, warnings). ``# rlplan: key=value`` lines (written by ``export``) are applied last."""
-    from calculator.presets import read_yaml_text
-
     stripped = text.lstrip()
     if stripped and not stripped.startswith(("python", "#!")) and ":" in text:
         try:
@@ -262,8 +260,6 @@ def apply_verl_overrides(data: dict[str, Any], overrides: list[str] | str) -> li
 def apply_natives(data: dict[str, Any], natives: dict[str, Any]) -> None:
     """Set imported native fields on a scenario mapping. A single-node launch (``trainer.nnodes=1``) gives
     ``hardware.num_gpus`` only: the mapping keeps its node size unless the run needs a bigger node."""
-    from calculator.api import set_dotted
-
     for key, value in natives.items():
         set_dotted(data, key, value)
     total = natives.get("hardware.num_gpus")

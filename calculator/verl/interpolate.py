@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from calculator.inputs.overrides import parse_value
 from calculator.verl.defaults import _MISSING
 from calculator.verl.shell import _match_close, _Unresolved
 
 
 def _parse_scalar(text: str) -> Any:
-    from calculator.api import parse_value
-
     return parse_value(text)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from calculator.scenario import FsdpSection, MegatronSection, RewardRolloutSection
+from calculator.inputs.scenario import FsdpSection, MegatronSection, RewardRolloutSection
 
 Engine = Literal["fsdp", "megatron"]
 BOTH: tuple[str, ...] = ("fsdp", "megatron")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from calculator import estimate, load_scenario
-from calculator.cli import main
-from calculator.presets import scenario_presets
+from calculator.cli.main import main
+from calculator.inputs.presets import scenario_presets
 
 GOLDEN = Path(__file__).with_name("outputs.json")
 COMMANDS: tuple[tuple[str, ...], ...] = (
@@ -63,40 +63,75 @@ def capture_preset(preset: str) -> dict[str, Any]:
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "megatron-tp2-pp2": (
         "qwen2.5-7b-ppo-8xh100",
-        {"actor.strategy": "megatron", "actor.megatron.tensor_model_parallel_size": 2,
-         "actor.megatron.pipeline_model_parallel_size": 2, "actor.megatron.recompute_granularity": "full",
-         "actor.megatron.recompute_method": "uniform", "actor.megatron.recompute_num_layers": 2},
+        {
+            "actor.strategy": "megatron",
+            "actor.megatron.tensor_model_parallel_size": 2,
+            "actor.megatron.pipeline_model_parallel_size": 2,
+            "actor.megatron.recompute_granularity": "full",
+            "actor.megatron.recompute_method": "uniform",
+            "actor.megatron.recompute_num_layers": 2,
+        },
     ),
     "megatron-moe-ep": (
         "qwen3-30b-a3b-grpo-16xh100",
-        {"actor.strategy": "megatron", "actor.megatron.expert_model_parallel_size": 8,
-         "actor.megatron.param_offload": True, "actor.use_kl_loss": True},
+        {
+            "actor.strategy": "megatron",
+            "actor.megatron.expert_model_parallel_size": 8,
+            "actor.megatron.param_offload": True,
+            "actor.use_kl_loss": True,
+        },
     ),
     "fsdp2-offload-policy-dynbsz": (
         "qwen2.5-7b-grpo-8xh100",
-        {"actor.strategy": "fsdp2", "actor.fsdp_config.offload_policy": True, "actor.use_dynamic_bsz": True,
-         "actor.ppo_max_token_len_per_gpu": 12000, "actor.use_kl_loss": True, "actor.entropy_coeff": 0.01},
+        {
+            "actor.strategy": "fsdp2",
+            "actor.fsdp_config.offload_policy": True,
+            "actor.use_dynamic_bsz": True,
+            "actor.ppo_max_token_len_per_gpu": 12000,
+            "actor.use_kl_loss": True,
+            "actor.entropy_coeff": 0.01,
+        },
     ),
     "fsdp-offload-sglang": (
         "qwen2.5-7b-grpo-8xh100",
-        {"rollout.name": "sglang", "actor.fsdp_config.param_offload": True,
-         "actor.fsdp_config.optimizer_offload": True, "rollout.temperature": 0.7},
+        {
+            "rollout.name": "sglang",
+            "actor.fsdp_config.param_offload": True,
+            "actor.fsdp_config.optimizer_offload": True,
+            "rollout.temperature": 0.7,
+        },
     ),
     "lora-fused-eager": (
         "qwen2.5-7b-grpo-8xh100",
-        {"model.lora_rank": 64, "model.use_fused_kernels": True, "rollout.enforce_eager": True,
-         "actor.use_kl_loss": True, "rollout.free_cache_engine": False},
+        {
+            "model.lora_rank": 64,
+            "model.use_fused_kernels": True,
+            "rollout.enforce_eager": True,
+            "actor.use_kl_loss": True,
+            "rollout.free_cache_engine": False,
+        },
     ),
     "verl06-no-chunked-prefill": (
         "qwen2.5-7b-ppo-8xh100",
-        {"verl_version": "0.6", "rollout.enable_chunked_prefill": False, "actor.use_torch_compile": False,
-         "critic.strategy": "fsdp2", "critic.use_dynamic_bsz": True, "rollout.kv_cache_dtype": "fp8"},
+        {
+            "verl_version": "0.6",
+            "rollout.enable_chunked_prefill": False,
+            "actor.use_torch_compile": False,
+            "critic.strategy": "fsdp2",
+            "critic.use_dynamic_bsz": True,
+            "rollout.kv_cache_dtype": "fp8",
+        },
     ),
     "reward-model-chunked-entropy": (
         "qwen2.5-7b-grpo-8xh100",
-        {"reward_model.enable": True, "actor.use_torch_compile": False,
-         "actor.entropy_from_logits_with_chunking": True, "model.enable_gradient_checkpointing": False,
-         "rollout.quantization": "fp8", "hardware.num_gpus": 16},
+        {
+            "reward_model.enable": True,
+            "actor.use_torch_compile": False,
+            "actor.entropy_from_logits_with_chunking": True,
+            "model.enable_gradient_checkpointing": False,
+            "rollout.quantization": "fp8",
+            "hardware.num_gpus": 16,
+        },
     ),
 }
 

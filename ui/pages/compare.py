@@ -6,11 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from calculator import estimate
-from calculator.api import load_scenario_with_warnings
 from calculator.errors import InputError
-from calculator.presets import MAX_INPUT_BYTES
-from calculator.report import Report
-from calculator.scenario import Scenario
+from calculator.inputs.presets import MAX_INPUT_BYTES
+from calculator.inputs.scenario import Scenario
+from calculator.loading import load_scenario_with_warnings
+from calculator.report.models import Report
 from ui import figures, keys, render, state, summary
 from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
 from ui.i18n import tr

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculator.api import load_scenario_with_warnings
 from calculator.errors import InputError
-from calculator.presets import MAX_INPUT_BYTES
-from calculator.scenario import Scenario
+from calculator.inputs.presets import MAX_INPUT_BYTES
+from calculator.inputs.scenario import Scenario
+from calculator.loading import load_scenario_with_warnings
 from calculator.verl import format_overrides
 from ui import inputs, keys, render, state
 from ui.fields import encode_value, scenario_flat, settings_diff

@@ -1,0 +1,178 @@
+"""Command line (DESIGN.md 6.1): ``estimate`` and ``presets``; exit 2 with one line per input problem."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from calculator.cli.export import export_main
+from calculator.cli.plan import add_plan_parsers, plan_main
+from calculator.errors import InputError
+from calculator.inputs.overrides import parse_value
+from calculator.inputs.presets import gpu_presets, model_presets, preset_problems, read_mapping_file, scenario_presets
+from calculator.loading import load_scenario_with_warnings
+from calculator.report.estimate import estimate
+from calculator.report.models import Report
+from calculator.units import format_count
+from calculator.verl import read_verl_file
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with one line, no usage dump
+        raise InputError(f"arguments: {message}")
+
+
+def _add_scenario_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", nargs="?", help="scenario preset id or YAML path")
+    p.add_argument("--model", help="model preset id or path to an HF config.json")
+    p.add_argument("--gpu", help="GPU preset id")
+    p.add_argument("--num-gpus", type=int, help="GPUs in the pool")
+    p.add_argument("--gpus-per-node", type=int, help="GPUs per node")
+    p.add_argument("--verl", action="append", default=[], metavar="FILE", help="launch script with verl overrides")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="native dotted field")
+    p.add_argument("--json", action="store_true", help="print the JSON report")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m calculator", description="rlplan: GPU memory and time for verl RL runs")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_scenario_options(sub.add_parser("estimate", help="memory per phase, peak, rollout capacity"))
+    ep = sub.add_parser("export", help="the verl launch settings of a scenario (DESIGN.md 6.4)")
+    _add_scenario_options(ep)
+    ep.add_argument(
+        "--format",
+        choices=["command", "overrides", "yaml"],
+        default="command",
+        help="command: a launch command with '# rlplan:' lines (default); overrides: key=value lines, verl keys "
+        "only; yaml: a nested verl config fragment",
+    )
+    add_plan_parsers(sub, _add_scenario_options)
+    pp = sub.add_parser("presets", help="list model, GPU or scenario presets")
+    pp.add_argument("kind", nargs="?", choices=["models", "gpus", "scenarios"], default="models")
+    pp.add_argument("--json", action="store_true")
+    return parser
+
+
+def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    overrides: dict[str, Any] = {}
+    if args.model:
+        if args.model.endswith(".json") or Path(args.model).is_file():
+            overrides["model.config"] = read_mapping_file(args.model, f"--model {args.model}")
+        else:
+            overrides["model.path"] = args.model
+            overrides["model.config"] = None
+    if args.gpu:
+        overrides["hardware.gpu"] = args.gpu
+    if args.num_gpus is not None:
+        overrides["hardware.num_gpus"] = args.num_gpus
+    if args.gpus_per_node is not None:
+        overrides["hardware.gpus_per_node"] = args.gpus_per_node
+    for item in args.set:
+        if "=" not in item:
+            raise InputError(f"--set {item!r}: expected KEY=VALUE")
+        key, _, value = item.partition("=")
+        overrides[key.strip()] = parse_value(value)
+    verl_text: list[str] = []
+    if args.verl:
+        verl_text = [read_verl_file(f) for f in args.verl]
+    scenario, notes = load_scenario_with_warnings(args.scenario, overrides, verl_text or None)
+    return scenario, [f"preset skipped: {p}" for p in preset_problems()] + notes
+
+
+def format_report(r: Report) -> str:
+    lines = [
+        f"{r.model.name}: {format_count(r.model.total_params)} params ({format_count(r.model.active_params)} active), "
+        f"KV {r.model.kv_cache_bytes_per_token} B/token",
+        f"{r.hardware.num_gpus} x {r.hardware.gpu_name} ({r.hardware.usable_memory_gib} GiB usable), "
+        f"roles: {', '.join(r.roles)}",
+        "",
+        f"{'phase':<15} {'GiB/GPU':>8}  largest components",
+    ]
+    for p in r.phases:
+        top = sorted(p.components.items(), key=lambda kv: -kv[1])[:4]
+        lines.append(f"{p.name:<15} {p.total_gib:>8.2f}  " + ", ".join(f"{k} {v:.2f}" for k, v in top))
+    pk = r.peak
+    verdict = "fits" if pk.fits else "DOES NOT FIT"
+    lines += [
+        "",
+        f"peak: {pk.gib_per_gpu:.2f} GiB in {pk.phase} -> {verdict} (headroom {pk.headroom_gib:.2f} GiB); "
+        f"worst case (max lengths) {pk.worst_case_gib_per_gpu:.2f} GiB in {pk.worst_case_phase}",
+        f"rollout: {r.rollout.num_replicas} replicas, KV {r.rollout.kv_cache_gib_per_gpu:.2f} GiB/GPU = "
+        f"{r.rollout.kv_cache_tokens_per_replica} tokens/replica, concurrency {r.rollout.max_concurrent_sequences_per_replica}"
+        f" vs {r.rollout.sequences_per_replica} sequences per replica",
+    ]
+    if r.time is not None:
+        lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
+    for w in r.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def report_json(r: Report) -> dict[str, Any]:
+    return r.model_dump(mode="json")
+
+
+def _presets(kind: str, as_json: bool) -> str:
+    if kind == "models":
+        rows = [
+            {
+                "id": m.id,
+                "name": m.name,
+                "family": m.family,
+                "total_params": m.architecture.total_params(),
+                "active_params": m.architecture.active_params(),
+                "hf_repo": m.hf_repo,
+            }
+            for m in model_presets().values()
+        ]
+    elif kind == "gpus":
+        rows = [
+            {
+                "id": g.id,
+                "name": g.name,
+                "usable_memory_gib": g.usable_memory_gib,
+                "memory_gb": g.memory_gb,
+                "bf16_dense_tflops": g.training_tflops,
+                "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
+                "hourly_price_usd": g.hourly_price_usd,
+            }
+            for g in gpu_presets().values()
+        ]
+    else:
+        rows = [
+            {"id": k, "name": v.get("name", k), "description": v.get("description", "")}
+            for k, v in scenario_presets().items()
+        ]
+    rows.sort(key=lambda r: r["id"])
+    if as_json:
+        return json.dumps(rows, indent=2)
+    return "\n".join(f"{r['id']:<32} {r['name']}" for r in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "presets":
+            print(_presets(args.kind, args.json))
+            return 0
+        if args.command == "export":
+            return export_main(args, scenario_from_args)
+        if args.command in ("plan", "advise"):
+            return plan_main(args, scenario_from_args)
+        scenario, notes = scenario_from_args(args)
+        report = estimate(scenario, extra_warnings=notes)
+        if args.json:
+            print(json.dumps(report_json(report), indent=2))
+        else:
+            print(format_report(report))
+        return 0
+    except InputError as err:
+        for problem in err.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print("error: input nested too deeply", file=sys.stderr)
+        return 2

@@ -1,0 +1,130 @@
+"""``python -m calculator plan`` and ``advise`` (DESIGN.md 6.4): argument parsing and text output.
+
+    python -m calculator plan [SCENARIO] [estimate's options] [--gpus ID,ID,...] [--max-gpus N]
+        [--margin 0.10] [--allow-lora] [--format table|csv|markdown] [--json]
+    python -m calculator advise [SCENARIO] [estimate's options] [--margin 0.10] [--max-gpus N] [--json]
+
+Bad input exits 2 with one line per problem naming the field (handled by ``calculator.cli.main.main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from calculator.planning.advisor import Advice, advise
+from calculator.planning.fit import DEFAULT_MARGIN
+from calculator.planning.planner import (
+    DEFAULT_MAX_GPUS,
+    Plan,
+    format_verl_value,
+    plan,
+    plan_table,
+    plan_to_csv,
+    plan_to_markdown,
+)
+
+AddScenarioOptions = Callable[[argparse.ArgumentParser], None]
+
+
+def add_plan_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None:
+    """Register the ``plan`` and ``advise`` subcommands on the CLI's subparsers."""
+    pp = sub.add_parser("plan", help="fewest GPUs and recommended configuration per GPU type")
+    add_scenario_options(pp)
+    pp.add_argument("--gpus", metavar="ID,ID,...", help="GPU preset ids to plan for (default: all presets)")
+    pp.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count searched")
+    pp.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
+    pp.add_argument("--allow-lora", action="store_true", help="let the search switch to LoRA (rank 64)")
+    pp.add_argument("--format", choices=["table", "csv", "markdown"], default="table", help="text output format")
+    ap = sub.add_parser("advise", help="ranked changes that make a scenario fit (OOM advisor)")
+    add_scenario_options(ap)
+    ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
+    ap.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count tried")
+
+
+def _gpu_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [g.strip() for g in text.split(",") if g.strip()]
+
+
+def _f(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def format_plan(p: Plan) -> str:
+    lines = [
+        f"{p.model}: GPUs that fit with a {p.margin:.0%} margin (searched up to {p.max_gpus} GPUs, "
+        f"{p.num_estimates} estimates in {p.elapsed_s:.2f} s)",
+        "",
+        f"{'GPU':<18} {'min':>5} {'rec':>5} {'peak GiB':>9} {'step s':>9} {'tokens/s':>10} {'USD/step':>9} "
+        f"{'USD/Mtok':>9}",
+    ]
+    for r in plan_table(p):
+        lines.append(
+            f"{r.gpu:<18} {r.min_gpus or '-':>5} {r.recommended_gpus or '-':>5} {_f(r.peak_gib_per_gpu, 1):>9} "
+            f"{_f(r.step_s, 1):>9} {_f(r.tokens_per_s, 0):>10} {_f(r.cost_per_step_usd, 3):>9} "
+            f"{_f(r.cost_per_million_tokens_usd, 3):>9}"
+        )
+    lines += ["", "recommended settings (verl overrides besides trainer.n_gpus_per_node / nnodes):"]
+    for row in p.rows:
+        rec = row.recommended
+        if rec is None:
+            lines.append(f"  {row.gpu}: {row.note}")
+            continue
+        text = " ".join(f"{k}={format_verl_value(v)}" for k, v in rec.settings.items()) or "as configured"
+        lines.append(f"  {row.gpu} x {rec.num_gpus}: {text}")
+    lines += ["", f"rules: {p.rules}", "prices: hourly_price_usd of the GPU presets (editable examples)"]
+    return "\n".join(lines)
+
+
+def format_advice(a: Advice) -> str:
+    b = a.base
+    lines = [
+        f"{a.scenario}: {a.num_gpus} x {a.gpu}, peak {b.peak_gib_per_gpu:.1f} GiB ({b.peak_phase}), worst case "
+        f"{b.worst_case_gib_per_gpu:.1f} GiB, limit {b.limit_gib_per_gpu:.1f} GiB ({a.margin:.0%} margin) -> {a.status}",
+    ]
+    lines += [f"  {reason}" for reason in b.reasons]
+    lines += [f"  verl would reject: {p}" for p in a.verl_problems]
+    if not a.suggestions:
+        lines.append("nothing to change" if a.status == "fits" else "no lever applies")
+        return "\n".join(lines)
+    lines += ["", f"{'#':>3}   {'fits':<5} {'peak GiB':>8} {'+step s':>8}  change ({a.ranking})"]
+    for s in a.suggestions:
+        mark = "*" if s.first_fit else " "
+        lines.append(
+            f"{s.rank:>3} {mark} {('yes' if s.fits else 'no'):<5} {s.peak_gib_per_gpu:>8.1f} "
+            f"{_f(s.added_step_s, 1):>8}  [{s.tier}] {s.title}" + ("" if s.helps else " (does not help)")
+        )
+    first = next((s for s in a.suggestions if s.first_fit), None)
+    if first is not None:
+        lines += ["", f"first change that fits (#{first.rank}, {first.title}): verl overrides"]
+        lines += [f"  {line}" for line in first.verl_overrides]
+    return "\n".join(lines)
+
+
+def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.Namespace], Any]) -> int:
+    """Run ``plan`` or ``advise`` for parsed arguments; InputError propagates to ``cli.main``."""
+    scenario, _notes = scenario_from_args(args)
+    if args.command == "plan":
+        p = plan(
+            scenario,
+            gpus=_gpu_list(args.gpus),
+            max_gpus=args.max_gpus,
+            margin=args.margin,
+            allow_lora=args.allow_lora,
+        )
+        if args.json:
+            print(json.dumps(p.model_dump(mode="json"), indent=2))
+        elif args.format == "csv":
+            print(plan_to_csv(p), end="")
+        elif args.format == "markdown":
+            print(plan_to_markdown(p), end="")
+        else:
+            print(format_plan(p))
+        return 0
+    a = advise(scenario, margin=args.margin, max_gpus=args.max_gpus)
+    print(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a))
+    return 0

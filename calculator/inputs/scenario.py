@@ -1,0 +1,433 @@
+"""The scenario: everything a user can set for one verl run, as typed, frozen pydantic models.
+
+The tree mirrors verl 0.9.1's Hydra config with the ``actor_rollout_ref.`` prefix dropped
+(``actor_rollout_ref.actor.fsdp_config.param_offload`` is ``actor.fsdp_config.param_offload``
+here), so that a verl override maps onto a field by name (see ``calculator/verl/keys.py``). Defaults
+are verl 0.9.1's (shared/reference/verl_config_keys.yaml, read from the wheel's
+``verl/trainer/config/_generated_ppo_trainer.yaml``). Fields verl does not have (the GPU, mean
+lengths, overhead constants, efficiencies) are rlplan's own and say so.
+
+``None`` on a field means "inherit", exactly as verl's ``${oc.select:...}`` interpolations do;
+``calculator.resolve.batching`` resolves them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from calculator.inputs.constants import EfficiencyConfig, OverheadConfig
+
+VERL_VERSIONS = ("0.9", "0.8", "0.7", "0.6")
+
+# verl 0.9.1 AdvantageEstimator values (verl/trainer/ppo/core_algos.py). Only "gae" needs a critic.
+AdvEstimator = Literal[
+    "gae",
+    "grpo",
+    "grpo_passk",
+    "grpo_vectorized",
+    "rloo",
+    "rloo_vectorized",
+    "reinforce_plus_plus",
+    "reinforce_plus_plus_baseline",
+    "remax",
+    "opo",
+    "gpg",
+    "optimal_token_baseline",
+]
+
+# Estimators that compare the n responses of one prompt and so need rollout.n > 1
+# (verl normalises within a group; with n = 1 every advantage is zero).
+GROUP_ESTIMATORS = (
+    "grpo",
+    "grpo_passk",
+    "grpo_vectorized",
+    "rloo",
+    "rloo_vectorized",
+    "opo",
+    "reinforce_plus_plus_baseline",
+    "gpg",
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+
+
+# An upper bound on every count and token length that no real run reaches: absurd input (1e30) is a
+# validation error naming the field, not an overflow somewhere in the arithmetic.
+MAX_COUNT = 1 << 30
+
+
+class ModelSection(_Frozen):
+    """``actor_rollout_ref.model``: the policy model and the options verl applies to it."""
+
+    path: str = Field(
+        default="qwen2.5-7b",
+        min_length=1,
+        description="Model preset id (see `presets models`); verl's model.path. Ignored when `config` is given.",
+    )
+    config: dict[str, Any] | None = Field(
+        default=None, description="An HF config.json as a mapping; overrides the preset's architecture."
+    )
+    enable_gradient_checkpointing: bool = Field(
+        default=True, description="Recompute each decoder layer in backward; keeps only layer inputs."
+    )
+    enable_activation_offload: bool = Field(
+        default=False, description="Offload checkpointed activations to CPU; at most two layer groups stay on GPU."
+    )
+    use_remove_padding: bool = Field(
+        default=True, description="Pack sequences without padding (varlen flash-attention): memory follows real tokens."
+    )
+    use_fused_kernels: bool = Field(
+        default=False, description="Fused LM head + log-prob/entropy in 512-token chunks: full logits never exist."
+    )
+    lora_rank: int = Field(default=0, ge=0, le=4096, description="LoRA rank; 0 = full fine-tuning.")
+    lora_alpha: int = Field(default=16, ge=1, le=MAX_COUNT, description="LoRA alpha (no effect on memory).")
+    target_modules: Literal["all-linear", "attention", "mlp"] = Field(
+        default="all-linear", description="Which linear layers get adapters."
+    )
+    use_dora: bool = Field(
+        default=False,
+        description="rlplan only: DoRA adapters (magnitude vector + transient merged weight). "
+        "verl's LoRA path does not expose DoRA; the estimate adds DoRA's extra memory to the LoRA figure.",
+    )
+
+
+class FsdpSection(_Frozen):
+    """``*.fsdp_config`` of an FSDP engine (``critic.fsdp`` for the critic)."""
+
+    param_offload: bool = Field(default=False, description="Move params and grads to CPU while the role is idle.")
+    optimizer_offload: bool = Field(default=False, description="Move Adam states to CPU while the role is idle.")
+    offload_policy: bool = Field(
+        default=False,
+        description="FSDP2 only: params, grads and optimizer stay on CPU during compute (CPUOffloadPolicy).",
+    )
+    fsdp_size: int = Field(default=-1, ge=-1, description="GPUs per FSDP shard group; -1 = all GPUs (HSDP otherwise).")
+    model_dtype: Literal["fp32", "bf16"] = Field(
+        default="fp32", description="dtype the model is loaded in = dtype of the sharded master params."
+    )
+    reshard_after_forward: bool = Field(
+        default=True, description="False = SHARD_GRAD_OP (keep gathered params until backward)."
+    )
+    use_no_sync_for_gradient_accumulation: bool = Field(
+        default=False, description="Accumulate unsharded fp32 grads across micro-batches (4 B/param, not divided)."
+    )
+
+    @model_validator(mode="after")
+    def _fsdp_size(self) -> FsdpSection:
+        if self.fsdp_size == 0:
+            raise ValueError("fsdp_size must be -1 (all GPUs) or a positive GPU count, got 0")
+        return self
+
+
+class MegatronSection(_Frozen):
+    """``*.megatron`` (selected with ``model_engine=megatron`` / strategy megatron)."""
+
+    tensor_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron TP.")
+    pipeline_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron PP.")
+    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    context_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron CP (splits sequence).")
+    expert_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron EP (experts split).")
+    expert_tensor_parallel_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="TP inside experts; null = TP."
+    )
+    sequence_parallel: bool = Field(default=True, description="Split LayerNorm/dropout activations over TP.")
+    use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
+    param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
+    optimizer_offload: bool = Field(default=False, description="Offload optimizer state while idle.")
+    recompute_granularity: Literal["full", "selective"] | None = Field(
+        default=None,
+        description="verl: megatron.override_transformer_config.recompute_granularity (Megatron-core activation "
+        "recompute; model.enable_gradient_checkpointing is FSDP-only). full = recompute whole layers in backward "
+        "(see recompute_method); selective = recompute only the core attention (recompute_modules "
+        "['core_attn'], verl's default); null = no recompute.",
+    )
+    recompute_method: Literal["uniform", "block"] | None = Field(
+        default=None,
+        description="verl: megatron.override_transformer_config.recompute_method (granularity full only). "
+        "uniform = every layer, checkpointed in groups of recompute_num_layers; block = only the first "
+        "recompute_num_layers layers of each pipeline stage.",
+    )
+    recompute_num_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="verl: megatron.override_transformer_config.recompute_num_layers (granularity full only): "
+        "layers per recompute group (uniform) or recomputed layers per pipeline stage (block), between 1 and "
+        "the layers per pipeline stage.",
+    )
+
+    @model_validator(mode="after")
+    def _recompute(self) -> MegatronSection:
+        # Megatron-core TransformerConfig.__post_init__ rejects these combinations at startup.
+        g = self.recompute_granularity
+        if g == "full" and (self.recompute_method is None or self.recompute_num_layers is None):
+            raise ValueError(
+                f"megatron recompute_granularity 'full' needs recompute_method (uniform|block) and "
+                f"recompute_num_layers (Megatron-core), got method {self.recompute_method!r}, "
+                f"num_layers {self.recompute_num_layers!r}"
+            )
+        if g == "selective" and self.recompute_num_layers is not None:
+            raise ValueError(
+                f"megatron recompute_granularity 'selective' takes no recompute_num_layers (Megatron-core), "
+                f"got {self.recompute_num_layers}"
+            )
+        return self
+
+
+class OptimSection(_Frozen):
+    optimizer: Literal["AdamW", "adam", "SGD", "Adafactor"] = Field(
+        default="AdamW", description="AdamW keeps two fp32 moments (8 B/param); SGD none (without momentum)."
+    )
+    lr: float = Field(default=1e-6, gt=0, lt=1)
+
+
+class ActorSection(_Frozen):
+    """``actor_rollout_ref.actor``."""
+
+    strategy: Literal["fsdp", "fsdp2", "megatron"] = Field(default="fsdp", description="Training backend.")
+    ppo_mini_batch_size: int = Field(
+        default=256, ge=1, le=MAX_COUNT, description="Prompts per optimizer step (x n sequences)."
+    )
+    ppo_micro_batch_size_per_gpu: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Sequences per forward/backward per GPU; required without dynamic batch.",
+    )
+    use_dynamic_bsz: bool = Field(default=False, description="Pack micro-batches by a token budget instead of a count.")
+    ppo_max_token_len_per_gpu: int = Field(
+        default=16384, ge=1, le=MAX_COUNT, description="Token budget per micro-batch per GPU."
+    )
+    ppo_epochs: int = Field(default=1, ge=1, le=MAX_COUNT, description="Passes over the batch per step.")
+    ulysses_sequence_parallel_size: int = Field(
+        default=1, ge=1, le=MAX_COUNT, description="Ulysses SP: splits tokens over this many GPUs."
+    )
+    use_kl_loss: bool = Field(default=False, description="KL loss against the reference policy (needs a ref).")
+    kl_loss_coef: float = Field(default=0.001, ge=0)
+    entropy_coeff: float = Field(default=0.0, ge=0, description="Entropy bonus; != 0 computes entropy in update_actor.")
+    calculate_entropy: bool = Field(default=False, description="Compute entropy in update_actor even without a bonus.")
+    entropy_from_logits_with_chunking: bool = Field(default=False, description="Entropy in 2048-token fp32 chunks.")
+    entropy_checkpointing: bool = Field(
+        default=False, description="Recompute entropy in backward instead of saving it."
+    )
+    use_torch_compile: bool = Field(
+        default=True,
+        description="torch.compile the entropy function (verl default): inductor fuses the softmax into its "
+        "reductions, so no vocab-sized buffer is materialised.",
+    )
+    clip_ratio_high: float = Field(default=0.2, ge=0, description="Clip-higher (DAPO); no effect on memory.")
+    optim: OptimSection = OptimSection()
+    fsdp_config: FsdpSection = FsdpSection()
+    megatron: MegatronSection = MegatronSection()
+
+
+class RefSection(_Frozen):
+    """``actor_rollout_ref.ref``."""
+
+    log_prob_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    log_prob_use_dynamic_bsz: bool | None = Field(default=None, description="null = actor.use_dynamic_bsz.")
+    log_prob_max_token_len_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="null = actor token budget."
+    )
+    ulysses_sequence_parallel_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    fsdp_config: FsdpSection = FsdpSection()
+    megatron_param_offload: bool | None = Field(default=None, description="Megatron ref offload; null = actor's.")
+
+
+class RolloutSection(_Frozen):
+    """``actor_rollout_ref.rollout`` (vLLM or SGLang engine colocated with the trainer)."""
+
+    name: Literal["vllm", "sglang"] = Field(default="vllm", description="Inference engine.")
+    n: int = Field(default=1, ge=1, le=1024, description="Responses per prompt (GRPO group size).")
+    gpu_memory_utilization: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="vLLM: share of TOTAL GPU memory for the whole engine (weights + activations + KV). "
+        "SGLang: mem_fraction_static.",
+    )
+    tensor_model_parallel_size: int = Field(default=2, ge=1, le=MAX_COUNT, description="GPUs per rollout replica.")
+    data_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
+    expert_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
+    dtype: Literal["bfloat16", "float16"] = Field(default="bfloat16")
+    quantization: Literal["none", "fp8"] = Field(default="none", description="Rollout weight quantization.")
+    kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="auto = model dtype (2 B).")
+    max_num_batched_tokens: int = Field(
+        default=8192, ge=1, le=MAX_COUNT, description="Tokens per engine step (profiled peak)."
+    )
+    max_num_seqs: int = Field(default=256, ge=1, le=MAX_COUNT, description="Max concurrent sequences per replica.")
+    max_model_len: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="null = model max_position_embeddings."
+    )
+    enable_chunked_prefill: bool = Field(default=True)
+    enforce_eager: bool = Field(default=False, description="True disables CUDA graphs (no graph pool).")
+    free_cache_engine: bool = Field(default=True, description="Sleep the engine after generation (free weights+KV).")
+    temperature: float = Field(default=1.0, ge=0, description="!= 1 adds a logits-sized copy in the trainer.")
+    log_prob_micro_batch_size_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="old_log_prob micro-batch."
+    )
+    log_prob_use_dynamic_bsz: bool | None = Field(default=None)
+    log_prob_max_token_len_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    update_weights_bucket_megabytes: int = Field(
+        default=2048, ge=1, le=MAX_COUNT, description="Weight-sync GPU bucket (MiB)."
+    )
+
+
+class CriticSection(_Frozen):
+    """``critic`` (value model: the policy's backbone with a 1-output head)."""
+
+    enable: bool | None = Field(default=None, description="null = on iff adv_estimator is gae.")
+    model_path: str | None = Field(default=None, description="Model preset id; null = same as the actor.")
+    strategy: Literal["fsdp", "fsdp2", "megatron"] | None = Field(default=None, description="null = actor's.")
+    ppo_mini_batch_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ppo_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    forward_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    use_dynamic_bsz: bool | None = Field(default=None)
+    ppo_max_token_len_per_gpu: int = Field(default=32768, ge=1, le=MAX_COUNT)
+    forward_max_token_len_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ppo_epochs: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ulysses_sequence_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
+    enable_gradient_checkpointing: bool = Field(default=True)
+    lora_rank: int = Field(default=0, ge=0, le=4096, description="verl critic.model.lora_rank: LoRA on the critic.")
+    fsdp: FsdpSection = FsdpSection()
+    megatron: MegatronSection = MegatronSection()
+
+
+class RewardRolloutSection(_Frozen):
+    gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
+    tensor_model_parallel_size: int = Field(default=2, ge=1, le=MAX_COUNT)
+    enforce_eager: bool = Field(default=True)
+    free_cache_engine: bool = Field(default=True)
+    max_num_seqs: int = Field(default=1024, ge=1, le=MAX_COUNT)
+    max_num_batched_tokens: int = Field(default=8192, ge=1, le=MAX_COUNT)
+
+
+class RewardModelSection(_Frozen):
+    """``reward.reward_model``: a model-based reward served by an engine on the training GPUs."""
+
+    enable: bool = Field(default=False, description="Model-based reward; false = rule-based (CPU).")
+    model_path: str | None = Field(default=None, description="Reward model preset id; null = same as the actor.")
+    enable_resource_pool: bool = Field(default=False, description="True = RM on its own GPUs (not modelled here).")
+    rollout: RewardRolloutSection = RewardRolloutSection()
+
+
+class DataSection(_Frozen):
+    """``data`` plus rlplan's expected lengths."""
+
+    train_batch_size: int = Field(default=1024, ge=1, le=MAX_COUNT, description="Prompts per step.")
+    gen_batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Prompts generated per step (DAPO dynamic sampling); null = train_batch_size.",
+    )
+    max_prompt_length: int = Field(default=512, ge=1, le=MAX_COUNT)
+    max_response_length: int = Field(default=512, ge=1, le=MAX_COUNT)
+    mean_prompt_length: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="rlplan: expected prompt tokens; null = max_prompt_length."
+    )
+    mean_response_length: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="rlplan: expected response tokens; null = max_response_length."
+    )
+
+    @model_validator(mode="after")
+    def _means_within_max(self) -> DataSection:
+        for kind in ("prompt", "response"):
+            mean = getattr(self, f"mean_{kind}_length")
+            top = getattr(self, f"max_{kind}_length")
+            if mean is not None and mean > top:
+                raise ValueError(f"data.mean_{kind}_length ({mean}) must be <= data.max_{kind}_length ({top})")
+        if self.gen_batch_size is not None and self.gen_batch_size < self.train_batch_size:
+            raise ValueError(
+                f"data.gen_batch_size ({self.gen_batch_size}) must be >= data.train_batch_size ({self.train_batch_size})"
+            )
+        return self
+
+
+class AlgorithmSection(_Frozen):
+    adv_estimator: AdvEstimator = Field(default="gae", description="gae = PPO with a critic; the rest are critic-free.")
+    use_kl_in_reward: bool = Field(default=False, description="KL penalty in the reward (needs a ref).")
+    kl_coef: float = Field(default=0.001, ge=0)
+
+
+class HardwareSection(_Frozen):
+    """rlplan: the GPU pool (verl: trainer.n_gpus_per_node x trainer.nnodes)."""
+
+    gpu: str = Field(default="h100-80gb", min_length=1, description="GPU preset id (see `presets gpus`).")
+    num_gpus: int = Field(default=8, ge=1, le=65536, description="GPUs in the colocated pool.")
+    gpus_per_node: int = Field(default=8, ge=1, le=64, description="GPUs per node (trainer.n_gpus_per_node).")
+
+    @model_validator(mode="after")
+    def _whole_nodes(self) -> HardwareSection:
+        if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
+            raise ValueError(
+                f"hardware.num_gpus ({self.num_gpus}) must be a multiple of hardware.gpus_per_node "
+                f"({self.gpus_per_node}) when it spans several nodes"
+            )
+        return self
+
+    @property
+    def num_nodes(self) -> int:
+        return max(1, self.num_gpus // self.gpus_per_node)
+
+
+class Scenario(_Frozen):
+    """One planned verl run."""
+
+    name: str = Field(default="custom", description="Scenario label.")
+    description: str = Field(default="", description="Free text: what this scenario is.")
+    verl_version: Literal["0.9", "0.8", "0.7", "0.6"] = Field(
+        default="0.9",
+        description="verl release whose memory behaviour is modelled (see calculator/resolve/versions.py).",
+    )
+    hardware: HardwareSection = HardwareSection()
+    model: ModelSection = ModelSection()
+    data: DataSection = DataSection()
+    algorithm: AlgorithmSection = AlgorithmSection()
+    actor: ActorSection = ActorSection()
+    ref: RefSection = RefSection()
+    rollout: RolloutSection = RolloutSection()
+    critic: CriticSection = CriticSection()
+    reward_model: RewardModelSection = RewardModelSection()
+    overheads: OverheadConfig = OverheadConfig()
+    efficiency: EfficiencyConfig = EfficiencyConfig()
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Scenario:
+        g = self.hardware.num_gpus
+        tp = self.rollout.tensor_model_parallel_size * self.rollout.data_parallel_size
+        if g % tp:
+            raise ValueError(
+                f"rollout.tensor_model_parallel_size x data_parallel_size ({tp}) must divide hardware.num_gpus ({g})"
+            )
+        sp = self.actor.ulysses_sequence_parallel_size
+        if g % sp:
+            raise ValueError(f"actor.ulysses_sequence_parallel_size ({sp}) must divide hardware.num_gpus ({g})")
+        if sp > 1 and not self.model.use_remove_padding:
+            raise ValueError("actor.ulysses_sequence_parallel_size > 1 requires model.use_remove_padding=true")
+        if not self.actor.use_dynamic_bsz and self.actor.ppo_micro_batch_size_per_gpu is None:
+            raise ValueError(
+                "actor.ppo_micro_batch_size_per_gpu is required when actor.use_dynamic_bsz is false "
+                "(verl: 'Please set at least one of ppo_micro_batch_size_per_gpu or use_dynamic_bsz')"
+            )
+        for section in ("actor", "critic"):
+            fsdp = self.actor.fsdp_config if section == "actor" else self.critic.fsdp
+            if fsdp.fsdp_size > 0 and fsdp.fsdp_size < g and g % fsdp.fsdp_size:
+                raise ValueError(f"{section} fsdp_size ({fsdp.fsdp_size}) must divide hardware.num_gpus ({g})")
+        strategy = self.actor.strategy
+        if self.actor.fsdp_config.offload_policy and strategy != "fsdp2":
+            raise ValueError(f"actor.fsdp_config.offload_policy=true needs actor.strategy=fsdp2, got {strategy!r}")
+        if strategy == "megatron":
+            m = self.actor.megatron
+            model_parallel = m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size
+            if g % model_parallel:
+                raise ValueError(
+                    f"megatron tp ({m.tensor_model_parallel_size}) x pp ({m.pipeline_model_parallel_size}) x cp "
+                    f"({m.context_parallel_size}) = {model_parallel} must divide hardware.num_gpus ({g})"
+                )
+        if self.model.use_dora and self.model.lora_rank == 0:
+            raise ValueError("model.use_dora=true needs model.lora_rank > 0")
+        return self

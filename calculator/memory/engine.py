@@ -1,0 +1,180 @@
+"""Rollout engine memory: vLLM's KV budget (and SGLang's), KV capacity and concurrency per replica.
+
+Worked example (vLLM 0.24, the identity in ``vllm/v1/worker/gpu_worker.py``
+``determine_available_memory``; numbers for Qwen2.5-7B, TP 2, H100 79.22 GiB, util 0.5)::
+
+    budget      = total x util                         = 79.22 x 0.5          = 39.61 GiB
+    weights     = params x 2 B / TP                    = 7.616e9 x 2 / 2      =  7.09 GiB
+    activation  = profile forward over max_num_batched_tokens (8192) + sampler dummy
+    non_torch   = growth outside torch during profiling (cuBLAS/attention workspaces)
+    cuda graphs = estimate subtracted inside the budget (default since vLLM 0.21)
+    KV          = budget - weights - activation - non_torch - cuda graphs
+
+The budget is a share of TOTAL memory, not of free memory: memory held by the colocated trainer
+does not shrink it, but vLLM refuses to start unless free memory at start >= total x util
+(``vllm/v1/worker/utils.py`` ``request_memory``: "Free memory on device ... on startup is less than
+desired GPU memory utilization"). The CUDA context and the NCCL communicators created before the
+profiler's baseline snapshot are outside the budget (vLLM issue #12059).
+
+SGLang 0.5 sizes its static pool from FREE memory (``model_runner.py``: rest = free_after_load -
+free_before_load x (1 - mem_fraction_static)), so memory held by the trainer shrinks the KV pool one
+for one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.inputs.constants import OverheadConfig
+from calculator.model.activations import forward_working_bytes_per_token
+from calculator.model.architecture import Architecture
+from calculator.units import GIB_BYTES, MIB_BYTES
+
+BLOCK_SIZE_TOKENS = 16  # vLLM default block size (vllm/config/cache.py)
+CUDA_GRAPH_MAX_CAPTURE = 512  # vllm/config/vllm.py: min(2 x max_num_seqs, 512, max_num_batched_tokens)
+CUDA_GRAPH_MODES = 2  # verl sets cudagraph_mode FULL_AND_PIECEWISE: two graph families
+SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4  # bf16 logits, their fp32 copy, fp32 probabilities (v1/sample/sampler.py)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The settings of one inference engine (policy rollout or reward model)."""
+
+    engine: str  # "vllm" | "sglang"
+    tp: int
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    enable_chunked_prefill: bool
+    enforce_eager: bool
+    weight_bytes_per_param: int
+    kv_dtype_bytes: int
+
+
+@dataclass(frozen=True)
+class EngineBudget:
+    """Per-GPU memory of one engine replica's GPU."""
+
+    total_bytes: int
+    budget_bytes: int
+    weights_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+    kv_cache_bytes: int  # may be <= 0: the engine would fail to start
+    kv_bytes_per_token_per_gpu: int
+    num_blocks: int
+    formulas: dict[str, str]
+
+    @property
+    def kv_tokens(self) -> int:
+        return self.num_blocks * BLOCK_SIZE_TOKENS
+
+
+def num_cuda_graphs(settings: EngineSettings) -> int:
+    """Captured batch sizes per mode: [1, 2, 4] + 8..248 step 8 + 256..max step 16 (vllm/config/vllm.py)."""
+    top = min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)
+    sizes = [x for x in (1, 2, 4) if x <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
+    return len(sizes)
+
+
+def cuda_graph_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadConfig) -> int:
+    """CUDA-graph pool: the largest capture's activation buffers plus a per-graph cost for every
+    captured size in both modes (vLLM ``profile_cudagraph_memory``: first capture + per-graph x (n-1),
+    per-graph at least 1 MiB). ``enforce_eager`` captures nothing."""
+    if settings.enforce_eager:
+        return 0
+    top = min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)
+    first = top * forward_working_bytes_per_token(arch, settings.tp)
+    graphs = CUDA_GRAPH_MODES * num_cuda_graphs(settings)
+    return int(first + graphs * ov.vllm_cuda_graph_per_graph_mib * MIB_BYTES)
+
+
+def profile_activation_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadConfig) -> int:
+    """Torch peak of vLLM's profile run above the weights: a forward over ``max_num_batched_tokens``
+    tokens (``max_model_len`` when chunked prefill is off) and the sampler dummy over
+    ``min(tokens, max_num_seqs)`` requests x vocab (bf16 logits, fp32 copy, fp32 probabilities)."""
+    tokens = (
+        settings.max_num_batched_tokens
+        if settings.enable_chunked_prefill
+        else max(settings.max_num_batched_tokens, settings.max_model_len)
+    )
+    forward = tokens * forward_working_bytes_per_token(arch, settings.tp)
+    reqs = min(tokens, settings.max_num_seqs)
+    sampler = reqs * arch.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return forward + sampler
+
+
+def engine_budget(
+    arch: Architecture,
+    settings: EngineSettings,
+    total_bytes: int,
+    ov: OverheadConfig,
+    num_params: int,
+    trainer_resident_bytes: int = 0,
+    graphs_in_budget: bool = True,
+) -> EngineBudget:
+    """Per-GPU budget of one engine. ``trainer_resident_bytes`` matters only for SGLang (free-memory based).
+    ``graphs_in_budget``: vLLM >= 0.21 subtracts its CUDA-graph estimate inside the budget; older vLLM
+    (verl <= 0.8) captured the graphs after sizing the KV cache, on top of the budget."""
+    tp = settings.tp
+    weights = num_params * settings.weight_bytes_per_param // tp
+    act = profile_activation_bytes(arch, settings, ov)
+    non_torch = int(ov.vllm_non_torch_gib * GIB_BYTES)
+    graphs = cuda_graph_bytes(arch, settings, ov)
+    kv_tok = arch.kv_cache_bytes_per_token(settings.kv_dtype_bytes, tp)
+    util = settings.gpu_memory_utilization
+    budget = int(total_bytes * util)
+    f: dict[str, str] = {}
+    if settings.engine == "sglang":
+        # SGLang (model_runner.py): rest = free_after_load - free_before_load x (1 - f), i.e.
+        # KV = free_before_load x f - weights, where free_before_load = total - memory already held on the
+        # GPU (the colocated trainer's state, CUDA contexts, NCCL). Activations and CUDA graphs must live in
+        # the remaining (1 - f) share.
+        free_before = max(0, total_bytes - trainer_resident_bytes)
+        budget = int(free_before * util)
+        kv = budget - weights
+        f["kv_cache"] = (
+            f"SGLang: (total {total_bytes / GIB_BYTES:.2f} GiB - held by others {trainer_resident_bytes / GIB_BYTES:.2f} GiB)"
+            f" x mem_fraction_static {util} - weights {weights / GIB_BYTES:.2f} GiB"
+        )
+        non_torch = 0  # outside the fraction; activations (act) and graphs are also outside it but still allocated
+    else:
+        in_budget = graphs if graphs_in_budget else 0
+        kv = budget - weights - act - non_torch - in_budget
+        f["kv_cache"] = (
+            f"vLLM: {total_bytes / GIB_BYTES:.2f} GiB x util {util} = {budget / GIB_BYTES:.2f} GiB - weights "
+            f"{weights / GIB_BYTES:.2f} - activation {act / GIB_BYTES:.2f} - non-torch {non_torch / GIB_BYTES:.2f}"
+            + (f" - CUDA graphs {graphs / GIB_BYTES:.2f} GiB" if graphs_in_budget else " (CUDA graphs on top)")
+        )
+    blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
+    f["rollout_weights"] = f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"
+    f["rollout_activations"] = (
+        f"profile forward over {settings.max_num_batched_tokens} tokens x "
+        f"{forward_working_bytes_per_token(arch, tp)} B/token + sampler {min(settings.max_num_batched_tokens, settings.max_num_seqs)}"
+        f" reqs x vocab {arch.vocab_size} x {SAMPLER_BYTES_PER_LOGIT} B"
+    )
+    f["rollout_non_torch"] = (
+        f"vLLM non-torch growth during profiling, {ov.vllm_non_torch_gib} GiB (overheads.vllm_non_torch_gib)"
+    )
+    f["cuda_graphs"] = (
+        "0 (enforce_eager)"
+        if settings.enforce_eager
+        else f"largest capture ({min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)} tokens) "
+        f"activations + {CUDA_GRAPH_MODES} modes x {num_cuda_graphs(settings)} sizes x "
+        f"{ov.vllm_cuda_graph_per_graph_mib} MiB"
+    )
+    f["kv_tokens"] = f"floor(KV / ({BLOCK_SIZE_TOKENS} tokens x {kv_tok} B/token/GPU)) blocks x {BLOCK_SIZE_TOKENS}"
+    return EngineBudget(
+        total_bytes=total_bytes,
+        budget_bytes=budget,
+        weights_bytes=weights,
+        activation_bytes=act,
+        non_torch_bytes=non_torch,
+        cuda_graph_bytes=graphs,
+        kv_cache_bytes=kv,
+        kv_bytes_per_token_per_gpu=kv_tok,
+        num_blocks=int(blocks),
+        formulas=f,
+    )

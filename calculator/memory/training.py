@@ -1,0 +1,155 @@
+"""Training-side state per GPU: parameters, gradients and optimizer state of each trained role,
+and what the offload flags keep on the GPU in each phase (DESIGN.md 4.2).
+
+FSDP engine, verl 0.9.1 (``verl/workers/engine/fsdp/transformer_impl.py``):
+- the model is loaded in ``fsdp_config.model_dtype`` (fp32 default) and that sharded copy is the only
+  persistent one: ``4 B x P / N`` (N = shard group: all GPUs, or ``fsdp_size`` for HSDP);
+- mixed precision computes in bf16 (param bf16, reduce fp32, buffers fp32): only the all-gathered bf16
+  copy of the wrap units in flight exists (one decoder layer, two with prefetch) plus the root unit
+  (embedding, final norm, lm_head), which FSDP1 never reshards between forward and backward;
+  FSDP2 shards embedding and lm_head as their own units (verl ``apply_fsdp2``), so only the lm_head
+  is gathered beside the layers when the logits are computed;
+- AdamW keeps ``exp_avg`` and ``exp_avg_sq`` in the param dtype: ``8 B x P / N``, created lazily at the
+  first ``optimizer.step()``;
+- gradients: sharded, param dtype, ``4 B x P / N``, freed by ``zero_grad(set_to_none=True)`` after
+  the update; ``use_no_sync_for_gradient_accumulation`` keeps UNSHARDED fp32 grads (4 B x P);
+- ``param_offload`` / ``optimizer_offload`` move params (+grads) / optimizer state to CPU while the
+  role is idle and load them back for compute: they do not lower a role's own compute peak;
+  FSDP2 ``offload_policy`` (CPUOffloadPolicy) keeps them on CPU during compute too;
+- forward-only engines (the reference policy) are forced to CPU offload: ~0 resident, one unit
+  streamed in bf16 at a time.
+Megatron (``verl/workers/engine/megatron``): bf16 params ``2/(TP x PP)``, fp32 grad buffer
+``4/(TP x PP)``, distributed optimizer fp32 master + Adam ``12/(TP x PP x DP)``; experts are split by
+EP x ETP instead of TP; the ref stays on GPU in bf16 unless offloaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
+from calculator.model.roles import RoleModel, dora_magnitude_params, dora_transient_bytes, lora_params
+from calculator.units import dtype_bytes
+
+ADAM_STATES = 2  # exp_avg, exp_avg_sq (torch.optim.AdamW)
+
+
+@dataclass(frozen=True)
+class StatePart:
+    """One piece of resident training state: bytes on this GPU and the formula text."""
+
+    bytes: int
+    formula: str
+
+
+@dataclass(frozen=True)
+class TrainingState:
+    """Per-GPU bytes of one trained role's persistent state while it is on the GPU."""
+
+    params: StatePart
+    grads: StatePart
+    optimizer: StatePart
+    # Transient bf16 copies gathered for compute (FSDP units / Megatron nothing extra).
+    gathered: StatePart
+    extra_transient: StatePart  # DoRA merged weight, etc.
+
+
+def shard_size(fsdp: FsdpSection, num_gpus: int) -> int:
+    """FSDP shard group size: all GPUs unless ``fsdp_size`` picks a smaller HSDP group."""
+    if fsdp.fsdp_size <= 0 or fsdp.fsdp_size >= num_gpus:
+        return num_gpus
+    return fsdp.fsdp_size
+
+
+def optimizer_bytes_per_param(optimizer: str, state_dtype_bytes: int) -> float:
+    """Optimizer state per trainable parameter. AdamW/adam: two moments in the param dtype. SGD (no
+    momentum, verl's default for SGD): none. Adafactor: factored second moment, ~0 per param
+    (rows + columns per matrix; left out)."""
+    if optimizer in ("AdamW", "adam"):
+        return ADAM_STATES * state_dtype_bytes
+    return 0.0
+
+
+def fsdp_state(s: Scenario, role: RoleModel, fsdp: FsdpSection, strategy: str, trained: bool) -> TrainingState:
+    g = s.hardware.num_gpus
+    n = shard_size(fsdp, g)
+    mb = dtype_bytes(fsdp.model_dtype)
+    p = role.num_params
+    lora = {"actor": s.model.lora_rank, "ref": s.model.lora_rank, "critic": s.critic.lora_rank}.get(role.name, 0)
+    if not trained:
+        # Forward-only engine: FSDP CPU offload is forced (ref) -> nothing resident.
+        params = StatePart(0, f"forward-only FSDP engine forced to CPU offload: 0 resident ({p:,} params on CPU)")
+        grads = StatePart(0, "no gradients (forward only)")
+        opt = StatePart(0, "no optimizer (forward only)")
+    elif lora:
+        adapters = lora_params(role.arch, lora, s.model.target_modules)
+        if s.model.use_dora and role.name == "actor":
+            adapters += dora_magnitude_params(role.arch, s.model.target_modules)
+        params = StatePart(
+            (p + adapters) * mb // n,
+            f"frozen base {p:,} + adapters {adapters:,} params x {mb} B ({fsdp.model_dtype}) / {n} GPUs",
+        )
+        grads = StatePart(adapters * mb // n, f"adapter grads {adapters:,} x {mb} B / {n}")
+        ob = optimizer_bytes_per_param(s.actor.optim.optimizer, mb)
+        opt = StatePart(int(adapters * ob) // n, f"{s.actor.optim.optimizer} states {adapters:,} x {ob:g} B / {n}")
+    else:
+        params = StatePart(p * mb // n, f"{p:,} params x {mb} B ({fsdp.model_dtype} master) / {n} GPUs")
+        if fsdp.use_no_sync_for_gradient_accumulation:
+            grads = StatePart(p * mb, f"{p:,} params x {mb} B unsharded (use_no_sync_for_gradient_accumulation)")
+        else:
+            grads = StatePart(p * mb // n, f"{p:,} params x {mb} B / {n} GPUs (sharded grads)")
+        ob = optimizer_bytes_per_param(s.actor.optim.optimizer, mb)
+        opt = StatePart(int(p * ob) // n, f"{s.actor.optim.optimizer}: {p:,} params x {ob:g} B / {n} GPUs")
+    # Gathered bf16 units in flight during compute.
+    layer = role.largest_layer_params
+    if strategy == "fsdp2":
+        root = role.arch.vocab_size * role.arch.hidden_size if role.lm_head_vocab else role.arch.hidden_size + 1
+        root_txt = "lm_head unit"
+    else:
+        root = role.root_params
+        root_txt = "root unit (embedding + final norm + head), not resharded by FSDP1"
+    gathered = StatePart(
+        2 * (2 * layer + root),
+        f"bf16 all-gather: 2 decoder layers x {layer:,} (prefetch) + {root_txt} {root:,} params, x 2 B",
+    )
+    extra = StatePart(0, "")
+    if lora and s.model.use_dora:
+        t = dora_transient_bytes(role.arch, s.model.target_modules)
+        extra = StatePart(
+            t, "DoRA: merged weight W + B·A of the largest adapted matrix and its square for the norm, bf16"
+        )
+    return TrainingState(params, grads, opt, gathered, extra)
+
+
+def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bool) -> TrainingState:
+    g = s.hardware.num_gpus
+    tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
+    ep = m.expert_model_parallel_size
+    etp = m.expert_tensor_parallel_size or tp
+    arch = role.arch
+    expert_p = arch.num_experts * arch.expert_params() * arch.num_moe_layers
+    dense_p = role.num_params - expert_p
+    # Params held on this GPU: dense parts split by TP x PP, routed experts by EP x ETP x PP.
+    local = dense_p / (tp * pp) + expert_p / (ep * etp * pp)
+    dp = max(1, g // (tp * pp * cp))
+    exp_dp = max(1, g // (ep * etp * pp))
+    local_dp_sharded = dense_p / (tp * pp * dp) + expert_p / (ep * etp * pp * exp_dp)
+    split = f"dense {dense_p:,} / (TP {tp} x PP {pp})" + (
+        f" + experts {expert_p:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert_p else ""
+    )
+    params = StatePart(int(local * 2), f"bf16 params: {split}, x 2 B")
+    if not trained:
+        return TrainingState(
+            params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, "")
+        )
+    grads = StatePart(int(local * 4), f"fp32 grad buffer: {split}, x 4 B")
+    ob = 4 + optimizer_bytes_per_param(s.actor.optim.optimizer, 4)
+    if m.use_distributed_optimizer:
+        opt = StatePart(
+            int(local_dp_sharded * ob), f"distributed optimizer fp32 master + Adam ({ob:g} B) / DP {dp}: {split}"
+        )
+    else:
+        opt = StatePart(int(local * ob), f"fp32 master + Adam ({ob:g} B), not sharded over DP: {split}")
+    return TrainingState(
+        params, grads, opt, StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"), StatePart(0, "")
+    )

@@ -1,0 +1,112 @@
+"""Who exists in a verl 0.9 step (DESIGN.md 4.1) and how large each role's model is.
+
+- actor: always. rollout engine: always (GPUs / rollout TP replicas).
+- reference policy: iff ``actor.use_kl_loss`` or ``algorithm.use_kl_in_reward``
+  (verl ``trainer/ppo/utils.py`` ``need_reference_policy``); under LoRA the ref is the actor with
+  adapters disabled, so no extra copy exists.
+- critic: ``critic.enable``, or when unset iff ``adv_estimator == "gae"`` (``need_critic``).
+- reward model: only for a model-based reward (``reward.reward_model.enable``), served by an engine on
+  the same GPUs unless it has its own resource pool; rule-based rewards run on CPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.inputs.scenario import Scenario
+from calculator.model.architecture import Architecture
+
+
+def need_reference_policy(s: Scenario) -> bool:
+    return s.actor.use_kl_loss or s.algorithm.use_kl_in_reward
+
+
+def ref_is_actor(s: Scenario) -> bool:
+    """LoRA: the reference log-prob is the actor's forward with adapters disabled."""
+    return need_reference_policy(s) and s.model.lora_rank > 0
+
+
+def need_critic(s: Scenario) -> bool:
+    if s.critic.enable is not None:
+        return s.critic.enable
+    return s.algorithm.adv_estimator == "gae"
+
+
+def need_reward_model(s: Scenario) -> bool:
+    """A model-based reward colocated on the training GPUs."""
+    return s.reward_model.enable and not s.reward_model.enable_resource_pool
+
+
+def lora_adapted_linears(arch: Architecture, target: str) -> list[tuple[int, int, int]]:
+    """(in_features, out_features, count) of the linear layers PEFT adapts, over the whole model.
+
+    ``all-linear`` (PEFT) adapts every ``nn.Linear`` but the output layer: q/k/v/o, the dense MLP
+    (gate, up, down) and shared experts. Routed experts of transformers 5.x MoE models are fused 3-D
+    parameters, not ``nn.Linear``, so PEFT does not adapt them (left out).
+    """
+    h, q, kv, o_in = arch.hidden_size, arch.q_dim, arch.kv_dim, arch.attn_out_dim
+    out: list[tuple[int, int, int]] = []
+    n = arch.num_layers
+    if target in ("all-linear", "attention"):
+        if arch.is_mla:
+            kv_per_head = arch.qk_nope_head_dim + arch.v_head_dim
+            out += [
+                (h, q, n),
+                (h, arch.kv_lora_rank + arch.qk_rope_head_dim, n),
+                (arch.kv_lora_rank, arch.num_attention_heads * kv_per_head, n),
+                (o_in, h, n),
+            ]
+        else:
+            out += [(h, q, n), (h, kv, n), (h, kv, n), (o_in, h, n)]
+    if target in ("all-linear", "mlp"):
+        dense = arch.num_dense_layers
+        if dense and arch.intermediate_size:
+            out += [(h, arch.intermediate_size, 2 * dense), (arch.intermediate_size, h, dense)]
+        if arch.num_moe_layers and arch.shared_expert_intermediate_size:
+            i_s = arch.shared_expert_intermediate_size
+            out += [(h, i_s, 2 * arch.num_moe_layers), (i_s, h, arch.num_moe_layers)]
+    return out
+
+
+def lora_params(arch: Architecture, rank: int, target: str) -> int:
+    """Trainable LoRA parameters: ``r x (in + out)`` per adapted linear (A is r x in, B is out x r)."""
+    return sum(rank * (i + o) * c for i, o, c in lora_adapted_linears(arch, target))
+
+
+def dora_magnitude_params(arch: Architecture, target: str) -> int:
+    """DoRA adds one magnitude value per output feature of every adapted linear (PEFT ``lora_magnitude_vector``)."""
+    return sum(o * c for _, o, c in lora_adapted_linears(arch, target))
+
+
+def dora_transient_bytes(arch: Architecture, target: str) -> int:
+    """DoRA's forward builds ``W + scale * B @ A`` (bf16) of one adapted linear at a time to take its
+    column norm (PEFT ``DoraLinearLayer.get_weight_norm``): the largest adapted matrix, twice (the
+    merged weight and its squared copy for the norm)."""
+    largest = max((i * o for i, o, _ in lora_adapted_linears(arch, target)), default=0)
+    return 2 * 2 * largest
+
+
+@dataclass(frozen=True)
+class RoleModel:
+    """A trained or served model and the size facts the memory model needs."""
+
+    name: str  # actor, critic, ref, reward
+    arch: Architecture
+    num_params: int  # parameters held (critic: backbone + 1-output head, no lm_head)
+    largest_layer_params: int
+    root_params: int  # params outside the decoder layers (embedding, final norm, lm_head)
+    lm_head_vocab: int  # vocabulary of the head that produces logits (0 for critic/reward value heads)
+
+
+def policy_role(name: str, arch: Architecture) -> RoleModel:
+    root = arch.total_params() - sum(arch.layer_params(i) for i in range(arch.num_layers))
+    return RoleModel(name, arch, arch.total_params(), arch.max_layer_params(), root, arch.vocab_size)
+
+
+def value_role(name: str, arch: Architecture) -> RoleModel:
+    """Critic / reward model: AutoModelForTokenClassification with num_labels=1 (verl
+    ``utils/model.py`` ``load_valuehead_model``): the LM head is replaced by ``score = Linear(h, 1)``."""
+    head = arch.hidden_size + 1
+    total = arch.total_params() - arch.lm_head_params() + head
+    root = arch.embedding_params() + arch.hidden_size + head
+    return RoleModel(name, arch, total, arch.max_layer_params(), root, 0)

@@ -1,0 +1,168 @@
+"""The fit rule and the startup rules of verl and vLLM that the planner and the advisor apply
+(issue #6). A configuration **fits** when all four hold:
+
+1. expected peak (``report.peak.gib_per_gpu``, mean lengths) <= usable x (1 - margin);
+2. worst-case peak (every sequence at max length) <= usable (no margin: it is already the extreme);
+3. the rollout engine starts (``report.rollout.starts``: vLLM's free-memory check at startup, KV > 0);
+4. the KV cache holds one sequence of ``max_model_len`` tokens: vLLM refuses to start otherwise
+   (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``). verl 0.9's async vLLM server
+   sets ``max_model_len`` to the model's ``max_position_embeddings`` when it is null
+   (``verl/workers/rollout/vllm_rollout/vllm_async_server.py``), so this can bind for long-context models.
+
+verl also rejects some GPU counts and parallel sizes before anything is allocated
+(:func:`batch_geometry_problem`, :func:`parallel_problem`; sources on each rule).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from calculator.inputs.scenario import Scenario
+from calculator.model.architecture import Architecture
+from calculator.model.roles import need_critic
+from calculator.report.models import Report
+from calculator.resolve.architectures import resolve_architectures
+from calculator.units import GIB_BYTES
+
+DEFAULT_MARGIN = 0.10  # issue #6: the user's safety margin, default 10 % of usable memory
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FitCheck(_Frozen):
+    """Whether one estimate fits, criterion by criterion (see the module docstring)."""
+
+    peak_gib_per_gpu: float
+    peak_phase: str
+    worst_case_gib_per_gpu: float
+    usable_memory_gib: float
+    margin: float
+    limit_gib_per_gpu: float  # usable x (1 - margin)
+    within_margin: bool  # 1. expected peak <= limit
+    worst_case_fits: bool  # 2. worst case <= usable
+    engine_starts: bool  # 3. report.rollout.starts
+    kv_holds_max_model_len: bool  # 4. KV tokens per replica >= max_model_len
+    kv_cache_tokens_per_replica: int
+    max_model_len: int
+    overshoot_gib: float = Field(
+        description="How far from fitting, GiB per GPU: every phase's excess over the limit (expected) or "
+        "usable (worst case), the vLLM startup shortfall and the KV cache a max_model_len sequence still needs."
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fits(self) -> bool:
+        return self.within_margin and self.worst_case_fits and self.engine_starts and self.kv_holds_max_model_len
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reasons(self) -> list[str]:
+        """One line per failed criterion, with the numbers."""
+        out = []
+        if not self.within_margin:
+            out.append(
+                f"peak {self.peak_gib_per_gpu:.1f} GiB in {self.peak_phase} > {self.limit_gib_per_gpu:.1f} GiB "
+                f"(usable {self.usable_memory_gib} GiB minus the {self.margin:.0%} margin)"
+            )
+        if not self.worst_case_fits:
+            out.append(
+                f"worst case (max lengths) {self.worst_case_gib_per_gpu:.1f} GiB > usable {self.usable_memory_gib} GiB"
+            )
+        if not self.engine_starts:
+            out.append("the rollout engine does not start (free memory at startup or no KV cache)")
+        if not self.kv_holds_max_model_len:
+            out.append(
+                f"KV cache holds {self.kv_cache_tokens_per_replica} tokens per replica < max_model_len "
+                f"{self.max_model_len}: vLLM refuses to start"
+            )
+        return out
+
+
+def max_model_len(s: Scenario, arch: Architecture) -> int:
+    """The ``max_model_len`` verl 0.9 gives vLLM: the configured one, else ``max_position_embeddings``
+    (never below prompt + response)."""
+    need = s.data.max_prompt_length + s.data.max_response_length
+    if s.rollout.max_model_len is not None:
+        return s.rollout.max_model_len
+    return max(arch.max_position_embeddings, need)
+
+
+def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN) -> FitCheck:
+    """Apply the fit rule to an estimate of ``scenario``."""
+    usable = report.peak.usable_memory_gib
+    limit = usable * (1.0 - margin)
+    arch = resolve_architectures(scenario)[0]
+    mml = max_model_len(scenario, arch)
+    kv_tokens = report.rollout.kv_cache_tokens_per_replica
+    ro = report.rollout
+    kv_per_token_gib = report.model.kv_cache_bytes_per_token / scenario.rollout.tensor_model_parallel_size / GIB_BYTES
+    overshoot = (
+        sum(max(0.0, p.total_gib - limit) for p in report.phases)
+        + sum(max(0.0, p.total_gib - usable) for p in report.worst_case_phases)
+        + (max(0.0, ro.startup_required_gib - ro.startup_free_gib) if scenario.rollout.name == "vllm" else 0.0)
+        + max(0, mml - kv_tokens) * kv_per_token_gib
+    )
+    return FitCheck(
+        peak_gib_per_gpu=report.peak.gib_per_gpu,
+        peak_phase=report.peak.phase,
+        worst_case_gib_per_gpu=report.peak.worst_case_gib_per_gpu,
+        usable_memory_gib=usable,
+        margin=margin,
+        limit_gib_per_gpu=limit,
+        within_margin=report.peak.gib_per_gpu <= limit,
+        worst_case_fits=report.peak.worst_case_gib_per_gpu <= usable,
+        engine_starts=report.rollout.starts,
+        kv_holds_max_model_len=kv_tokens >= mml,
+        kv_cache_tokens_per_replica=kv_tokens,
+        max_model_len=mml,
+        overshoot_gib=overshoot,
+    )
+
+
+def batch_geometry_problem(s: Scenario) -> str | None:
+    """Why verl would reject this GPU count's batch split, or None (sources in the module docstring)."""
+    g = s.hardware.num_gpus
+    n = s.rollout.n
+    seqs = s.data.train_batch_size * n
+    if seqs % g:
+        return f"train_batch_size x n ({seqs}) is not divisible by {g} GPUs"
+    sp = s.actor.ulysses_sequence_parallel_size
+    mini = min(s.actor.ppo_mini_batch_size, s.data.train_batch_size) * n
+    if mini % (g // sp):
+        return f"ppo_mini_batch_size x n ({mini}) is not divisible by the {g // sp} data-parallel ranks"
+    if need_critic(s):
+        csp = s.critic.ulysses_sequence_parallel_size
+        cmini = min(s.critic.ppo_mini_batch_size or s.actor.ppo_mini_batch_size, s.data.train_batch_size) * n
+        if g % csp or cmini % (g // csp):
+            return f"critic mini-batch ({cmini}) is not divisible by the {g // max(csp, 1)} critic DP ranks"
+    return None
+
+
+def parallel_problem(s: Scenario, arch: Architecture) -> str | None:
+    """Head-count and token-budget rules verl and vLLM assert at startup."""
+    tp = s.rollout.tensor_model_parallel_size
+    if arch.num_attention_heads % tp:
+        return f"vLLM: attention heads ({arch.num_attention_heads}) not divisible by rollout TP {tp}"
+    max_seq = s.data.max_prompt_length + s.data.max_response_length
+    # verl/models/transformers/monkey_patch.py: heads % sp == 0 and (kv % sp == 0 or sp % kv == 0).
+    for sp in {s.actor.ulysses_sequence_parallel_size, s.critic.ulysses_sequence_parallel_size}:
+        if sp > 1 and (arch.num_attention_heads % sp or (arch.num_kv_heads % sp and sp % arch.num_kv_heads)):
+            return f"Ulysses SP {sp} does not divide the attention / KV heads"
+    a = s.actor
+    sp = a.ulysses_sequence_parallel_size
+    if a.use_dynamic_bsz:
+        # verl/utils/seqlen_balancing.py: "max_token_len must be greater than the sequence length".
+        budgets = [a.ppo_max_token_len_per_gpu]
+        budgets += [x for x in (s.rollout.log_prob_max_token_len_per_gpu, s.ref.log_prob_max_token_len_per_gpu) if x]
+        if min(budgets) * sp < max_seq:
+            return f"token budget {min(budgets)} x SP {sp} < longest sequence {max_seq}"
+    if need_critic(s):
+        dyn = a.use_dynamic_bsz if s.critic.use_dynamic_bsz is None else s.critic.use_dynamic_bsz
+        if dyn and s.critic.ppo_max_token_len_per_gpu * s.critic.ulysses_sequence_parallel_size < max_seq:
+            return "critic token budget x SP < longest sequence"
+    return None
+
+
+__all__ = ["DEFAULT_MARGIN", "FitCheck", "batch_geometry_problem", "fit_check", "max_model_len", "parallel_problem"]

@@ -1,0 +1,458 @@
+"""The planner's search machinery (issue #6): pruned search over the space of ``calculator.planning.space``.
+
+``calculator.planning.planner`` (the hardware table) and ``calculator.planning.advisor`` (the OOM advisor) are built on
+it. Every candidate is judged by ``estimate()`` itself, with the fit rule of ``calculator.planning.fit``.
+
+**GPU counts searched**: the ladder of ``calculator.planning.space`` (powers of two up to a node, then
+whole nodes, up to ``max_gpus``); a count is skipped when verl would reject its batch geometry:
+``train_batch_size x n`` must divide over the GPUs (``verl/utils/config.py`` validate_config
+"real_train_batch_size ... must be divisible by minimal possible batch size") and each mini-batch over
+the data-parallel ranks (``verl/workers/engine_workers.py`` ``train_batch``:
+``mini_batch_size % data_parallel_size == 0``, mini-batch = ``ppo_mini_batch_size x n``, DP = GPUs / SP).
+
+**Levers** (:class:`Knobs`, listed in ``calculator.planning.space``): each lever's candidate values run
+from the least memory-saving (usually the fastest) to the most saving.
+
+**Pruning** rests on one property checked by the tests: the *frontier* configuration of a count (every
+monotone lever at its most saving value, one fixed sequence per micro-batch, the lowest
+``gpu_memory_utilization`` whose KV still holds a max-length sequence, the largest valid SP) needs no
+more memory than any other searched configuration of that count, for each rollout TP and fused-kernel
+choice (the two levers that are not monotone, so both values are tried). Its memory never grows with
+the GPU count (training state shrinks as 1/N, everything else per GPU is constant), so the smallest
+feasible count is found by exponential search then bisection over the ladder, and the count before it
+has been evaluated and found infeasible. The fastest configuration at a count is then found by
+relaxing levers one at a time from the frontier (first improvement, in a fixed order; ladder levers by
+bisection), which is a heuristic, not an exhaustive search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from calculator.inputs.hardware import GpuSpec
+from calculator.inputs.presets import get_gpu
+from calculator.inputs.scenario import HardwareSection, Scenario
+from calculator.model.roles import need_critic
+from calculator.planning.fit import fit_check, max_model_len
+from calculator.planning.space import (
+    BOOL_LEVERS,
+    CRITIC_BUDGET_FACTOR,
+    LORA_RANK,
+    RELAX_ORDER,
+    ROLLOUT_TP_CHOICES,
+    TOKEN_BUDGETS,
+    ULYSSES_SP_CHOICES,
+    UTIL_GRID,
+    BatchOption,
+    Evaluation,
+    Knobs,
+    batch_options_for,
+    batch_overrides,
+    build_scenario,
+    gpu_count_ladder,
+    knobs_of,
+)
+from calculator.report.estimate import build_context, estimate
+from calculator.resolve.architectures import resolve_architectures
+
+_REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
+
+
+def _fails_without_logits(ev: Evaluation) -> bool:
+    """The estimate fails for a reason that fused kernels cannot change: a phase without logits or
+    entropy tensors is over the limit, or the engine does not start. (Fused kernels only change the
+    ``*_logits`` / ``*_entropy`` components, DESIGN.md 4.4, and the fragmentation share of them.)"""
+    f = ev.fit
+    if not (f.engine_starts and f.kv_holds_max_model_len):
+        return True
+
+    def logits_free(p: Any) -> bool:
+        return not any(name.endswith(("_logits", "_entropy")) for name in p.components)
+
+    over = any(logits_free(p) and p.total_gib > f.limit_gib_per_gpu for p in ev.report.phases)
+    return over or any(logits_free(p) and p.total_gib > f.usable_memory_gib for p in ev.report.worst_case_phases)
+
+
+class GpuSearch:
+    """Search one GPU type for a scenario: smallest feasible count and the cheapest configuration."""
+
+    def __init__(self, base: Scenario, gpu_id: str, *, max_gpus: int, margin: float, allow_lora: bool):
+        self.gpu: GpuSpec = get_gpu(gpu_id, "gpus")
+        hw = HardwareSection(
+            gpu=self.gpu.id, num_gpus=base.hardware.num_gpus, gpus_per_node=base.hardware.gpus_per_node
+        )
+        self.base = base if base.hardware == hw else base.model_copy(update={"hardware": hw})
+        self.arch = resolve_architectures(base)[0]
+        self.margin = margin
+        self.max_gpus = max_gpus
+        self.has_critic = need_critic(base)
+        self.megatron = base.actor.strategy == "megatron"
+        self.cache: dict[Knobs, Evaluation | None] = {}
+        self.num_estimates = 0
+        self._kv_cache: dict[tuple[Any, ...], bool] = {}
+        self._frontiers: dict[int, list[Knobs]] = {}
+        self._built: dict[Knobs, Scenario | None] = {}
+        self.batch_options = batch_options_for(self.base)
+        self.base_knobs = knobs_of(self.base)
+        per_node = base.hardware.gpus_per_node
+        self.counts = gpu_count_ladder(per_node, max_gpus)
+        self.allow_lora = allow_lora and base.model.lora_rank == 0 and not base.model.use_dora
+
+    # -- the space -------------------------------------------------------------------------------
+
+    def bool_domain(self, lever: str) -> tuple[bool, ...]:
+        """Values a boolean lever may take (False = not saving), given the scenario."""
+        base = getattr(self.base_knobs, lever)
+        if lever == "lora":
+            return (False, True) if self.allow_lora else (base,)
+        if lever in ("activation_offload", "gradient_checkpointing") and self.megatron:
+            return (base,)  # FSDP-only switches in verl
+        if lever in ("free_cache_engine", "full_shard", "cap_max_model_len") and base:
+            return (True,)  # never undo a saving the user already has that costs nothing
+        return (False, True)
+
+    def tp_values(self, n: int) -> list[int]:
+        dp = self.base.rollout.data_parallel_size
+        per_node = self.base.hardware.gpus_per_node
+        vals = set(ROLLOUT_TP_CHOICES) | {self.base.rollout.tensor_model_parallel_size}
+        return sorted(
+            t
+            for t in vals
+            if t * dp <= min(n, per_node) and n % (t * dp) == 0 and self.arch.num_attention_heads % t == 0
+        )
+
+    def sp_values(self, n: int) -> list[int]:
+        base = self.base.actor.ulysses_sequence_parallel_size
+        if self.megatron or not self.base.model.use_remove_padding:
+            return [base] if n % base == 0 else []
+        per_node = self.base.hardware.gpus_per_node
+        vals = set(ULYSSES_SP_CHOICES) | {base}
+        return sorted(v for v in vals if v <= min(n, per_node) and n % v == 0)
+
+    def util_values(self) -> list[float]:
+        return sorted(set(UTIL_GRID) | {self.base.rollout.gpu_memory_utilization})
+
+    # -- building and evaluating candidates -------------------------------------------------------
+
+    def build(self, k: Knobs) -> Scenario | None:
+        """The scenario for ``k``, or None when verl / vLLM / the scenario's own rules reject it (cached)."""
+        if k not in self._built:
+            self._built[k] = build_scenario(self.base, k, self.batch_options, self.arch)
+        return self._built[k]
+
+    def evaluate(self, k: Knobs) -> Evaluation | None:
+        """Estimate ``k`` (cached); None when the configuration is invalid."""
+        if k in self.cache:
+            return self.cache[k]
+        s = self.build(k)
+        ev = None
+        if s is not None:
+            report = estimate(s)
+            self.num_estimates += 1
+            ev = Evaluation(k, s, report, fit_check(report, s, self.margin))
+        self.cache[k] = ev
+        return ev
+
+    def fits(self, k: Knobs) -> Evaluation | None:
+        ev = self.evaluate(k)
+        return ev if ev is not None and ev.fit.fits else None
+
+    def _kv_ok(self, k: Knobs) -> bool:
+        """Whether the engine's KV cache holds a max_model_len sequence. For vLLM this does not depend on
+        the trainer or the GPU count, so it is cached across counts."""
+        key: tuple[Any, ...] = (k.rollout_tp, k.gpu_memory_utilization, k.lora, k.cap_max_model_len)
+        if self.base.rollout.name == "sglang":
+            key = (*key, k)
+        if key not in self._kv_cache:
+            s = self.build(k)
+            if s is None:
+                return False
+            eb = build_context(s).rollout
+            self._kv_cache[key] = eb.kv_cache_bytes > 0 and eb.kv_tokens >= max_model_len(s, self.arch)
+        return self._kv_cache[key]
+
+    # -- frontier and minimum count ---------------------------------------------------------------
+
+    def frontier(self, n: int) -> list[Knobs]:
+        """Most memory-saving valid configurations of count ``n``, one per rollout TP x fused-kernel
+        choice (larger TP first), each at the lowest ``gpu_memory_utilization`` whose KV cache holds a
+        max_model_len sequence (those with no such value are left out). Cached per count."""
+        if n in self._frontiers:
+            return self._frontiers[n]
+        most = {lever: max(self.bool_domain(lever)) for lever in BOOL_LEVERS}
+        utils = self.util_values()
+        out: list[Knobs] = []
+        for tp in sorted(self.tp_values(n), reverse=True):
+            for fused in (True, False):
+                for sp in sorted(self.sp_values(n), reverse=True):
+                    proto = Knobs(
+                        num_gpus=n,
+                        rollout_tp=tp,
+                        gpu_memory_utilization=utils[-1],
+                        fused_kernels=fused,
+                        batch=len(self.batch_options) - 1,
+                        ulysses_sp=sp,
+                        **most,
+                    )
+                    if self.build(proto) is None:
+                        continue
+                    ks = (replace(proto, gpu_memory_utilization=u) for u in utils)
+                    k = next((k for k in ks if self._kv_ok(k)), None)
+                    if k is not None:
+                        out.append(k)
+                    break  # the largest valid SP is the most saving one
+        self._frontiers[n] = out
+        return out
+
+    def is_valid_count(self, n: int) -> bool:
+        """Some configuration of ``n`` GPUs passes verl's batch-geometry rules (arithmetic only; see
+        :func:`batch_geometry_problem`) and has a valid rollout TP."""
+        b = self.base
+        if (b.data.train_batch_size * b.rollout.n) % n or not self.tp_values(n):
+            return False
+        if self.megatron:
+            m = b.actor.megatron
+            if n % (m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size):
+                return False
+        mini = min(b.actor.ppo_mini_batch_size, b.data.train_batch_size) * b.rollout.n
+        cmini = min(b.critic.ppo_mini_batch_size or b.actor.ppo_mini_batch_size, b.data.train_batch_size) * b.rollout.n
+        return any(
+            mini % (n // sp) == 0 and (not self.has_critic or cmini % (n // sp) == 0) for sp in self.sp_values(n)
+        )
+
+    def first_fit_at(self, n: int) -> Evaluation | None:
+        """The first frontier configuration of ``n`` that fits, or None when none does (then no
+        searched configuration of ``n`` GPUs fits)."""
+        failed_everywhere: set[Knobs] = set()
+        for k in self.frontier(n):
+            if replace(k, fused_kernels=not k.fused_kernels) in failed_everywhere:
+                continue
+            ev = self.evaluate(k)
+            if ev is not None and ev.fit.fits:
+                return ev
+            if ev is not None and _fails_without_logits(ev):
+                failed_everywhere.add(k)
+        return None
+
+    def min_count(self) -> tuple[Evaluation | None, list[int]]:
+        """Smallest feasible count: exponential search from the bottom, then bisection, over the valid
+        ladder (valid because the frontier's memory never grows with the count). Returns the fitting
+        frontier evaluation there (None when nothing up to max_gpus fits) and the valid counts."""
+        counts = [n for n in self.counts if self.is_valid_count(n)]
+        probes: dict[int, Evaluation | None] = {}
+
+        def ok(i: int) -> bool:
+            if i not in probes:
+                probes[i] = self.first_fit_at(counts[i])
+            return probes[i] is not None
+
+        bad, i, step = -1, 0, 1
+        while i < len(counts) and not ok(i):
+            bad, i, step = i, i + step, step * 2
+        if i >= len(counts):
+            last = len(counts) - 1
+            if bad == last or not ok(last):
+                return None, counts
+            i = last
+        while i - bad > 1:
+            mid = (bad + i) // 2
+            if ok(mid):
+                i = mid
+            else:
+                bad = mid
+        return probes[i], counts
+
+    # -- relaxation: the fastest configuration at one count ----------------------------------------
+
+    def _better(self, cand: Evaluation | None, cur: Evaluation) -> bool:
+        if cand is None or not cand.fit.fits:
+            return False
+        if cand.step_s is None or cur.step_s is None:
+            return True  # no time model: a relaxation never adds work by mechanism
+        return cand.step_s <= cur.step_s * (1 + _REL_EPS)
+
+    def _ladder(self, cur: Evaluation, lever: str) -> list[Knobs]:
+        """Less-saving values of an ordered lever, least saving first."""
+        k = cur.knobs
+        if lever == "ulysses_sp":
+            vals = [v for v in self.sp_values(k.num_gpus) if v < k.ulysses_sp]
+            return [replace(k, ulysses_sp=v) for v in vals]
+        if lever == "batch":
+            return [replace(k, batch=i) for i in range(k.batch)]
+        if lever == "gpu_memory_utilization":
+            vals = [u for u in reversed(self.util_values()) if u > k.gpu_memory_utilization]
+            return [replace(k, gpu_memory_utilization=u) for u in vals]
+        raise ValueError(lever)
+
+    def relax(self, start: Evaluation) -> Evaluation:
+        """Turn memory savings off one lever at a time while the configuration fits and is not slower."""
+        cur = start
+        for lever in RELAX_ORDER:
+            k = cur.knobs
+            if lever in BOOL_LEVERS:
+                if getattr(k, lever) and False in self.bool_domain(lever):
+                    cand = self.evaluate(replace(k, **{lever: False}))
+                    if self._better(cand, cur):
+                        cur = cand  # type: ignore[assignment]
+            elif lever in ("ulysses_sp", "batch", "gpu_memory_utilization"):
+                options = [o for o in self._ladder(cur, lever) if self.build(o) is not None]
+                first = self._util_guess(cur, options) if lever == "gpu_memory_utilization" else 0
+                i = self._least_saving_fit(options, first)
+                if i is not None:
+                    cand = self.evaluate(options[i])
+                    if self._better(cand, cur):
+                        cur = cand  # type: ignore[assignment]
+            else:
+                cur = self._best_alternative(cur, lever)
+        return cur
+
+    def _util_guess(self, cur: Evaluation, options: list[Knobs]) -> int:
+        """First ``gpu_memory_utilization`` option predicted to fit. vLLM's budget is util x total memory
+        and the KV cache takes whatever the budget leaves, so every phase that holds the KV cache grows by
+        delta-util x total; vLLM also needs free memory >= util x total at startup."""
+        r = cur.report
+        total_gib = r.peak.usable_memory_gib
+        u = cur.knobs.gpu_memory_utilization
+        room = [cur.fit.limit_gib_per_gpu - p.total_gib for p in r.phases if "kv_cache" in p.components]
+        room += [total_gib - p.total_gib for p in r.worst_case_phases if "kv_cache" in p.components]
+        u_max = min([u + x / total_gib for x in room] + [r.rollout.startup_free_gib / total_gib])
+        return next((i for i, o in enumerate(options) if o.gpu_memory_utilization <= u_max + 1e-9), len(options))
+
+    def _least_saving_fit(self, options: list[Knobs], first: int = 0) -> int | None:
+        """Index of the least-saving option that fits, searched from ``first`` on. ``options`` run from
+        least to most saving and the current (fitting) value comes after the last one, so fit is
+        monotone along the list: bisect (trusting a fitting ``first`` as the answer)."""
+        bad, good = first - 1, len(options)
+        while good - bad > 1:
+            mid = (bad + good) // 2 if bad >= first else first
+            if self.fits(options[mid]) is not None:
+                good = mid
+            else:
+                bad = mid
+        return good if good < len(options) else None
+
+    def _best_alternative(self, cur: Evaluation, lever: str) -> Evaluation:
+        """Non-monotone levers (fused kernels, rollout TP): try every value. Without a time model, move
+        only back to the user's value."""
+        k = cur.knobs
+        if lever == "fused_kernels":
+            alts = [replace(k, fused_kernels=not k.fused_kernels)]
+        else:
+            # Rollout TP: the neighbours of the current value (half and double) and the user's value.
+            near = {k.rollout_tp // 2, k.rollout_tp * 2, self.base_knobs.rollout_tp}
+            alts = [replace(k, rollout_tp=t) for t in self.tp_values(k.num_gpus) if t in near and t != k.rollout_tp]
+        best = cur
+        base_val = getattr(self.base_knobs, lever)
+        for a in alts:
+            ev = self.fits(a)
+            if ev is None:
+                continue
+            if cur.step_s is None or ev.step_s is None:
+                if getattr(a, lever) == base_val:
+                    best = ev
+                continue
+            assert best.step_s is not None
+            if ev.step_s < best.step_s * (1 - _REL_EPS) or (
+                ev.step_s <= best.step_s * (1 + _REL_EPS) and getattr(a, lever) == base_val
+            ):
+                best = ev
+        return best
+
+    def at_count(self, n: int, hint: Knobs | None = None) -> Evaluation | None:
+        """Fastest configuration found at count ``n``: relax from ``hint`` (moved to ``n``) when it fits,
+        else from the frontier."""
+        start = None
+        if hint is not None:
+            start = self.fits(replace(hint, num_gpus=n))
+        if start is None:
+            start = self.first_fit_at(n)
+        return self.relax(start) if start is not None else None
+
+
+# Counts tried for the recommended configuration: the minimum and its double and quadruple (the first
+# valid ladder count at or above each). Past 4x the minimum the per-step cost only grows in practice
+# (step time falls less than linearly: rollout long tail, collectives across nodes); the search also
+# stops early once a larger count costs more per step than the previous one.
+RECOMMEND_MULTIPLES = (1, 2, 4)
+
+
+@dataclass(frozen=True)
+class GpuResult:
+    """What the search found for one GPU type."""
+
+    gpu: GpuSpec
+    minimum: Evaluation | None  # fastest configuration found at the smallest feasible count
+    recommended: Evaluation | None  # lowest cost per step over RECOMMEND_MULTIPLES x minimum
+    candidates: tuple[Evaluation, ...]  # the fastest configuration found at each count tried
+    counts: tuple[int, ...]  # valid counts of the ladder
+    largest_tried: Evaluation | None  # when nothing fits: the frontier at the largest count (for the note)
+    num_estimates: int
+
+
+def selection_key(ev: Evaluation, base_lora: bool, hourly_price_usd: float) -> tuple[Any, ...]:
+    """Ranking of configurations: full fine-tuning before LoRA the user did not ask for, then the lowest
+    cost per step (``step_s x num_gpus x price / 3600``), then the shorter step, then fewer GPUs. Without
+    a step time the cost is unknown and the fewest GPUs win."""
+    adds_lora = ev.knobs.lora and not base_lora
+    step = ev.step_s
+    cost = cost_per_step_usd(step, ev.knobs.num_gpus, hourly_price_usd) if step is not None else float("inf")
+    return (adds_lora, cost, step if step is not None else float("inf"), ev.knobs.num_gpus)
+
+
+def search_gpu(base: Scenario, gpu_id: str, *, max_gpus: int, margin: float, allow_lora: bool) -> GpuResult:
+    """Smallest feasible GPU count of one type (with its fastest configuration) and the recommended
+    (cheapest per step) configuration for ``base``'s model, algorithm and workload."""
+    srch = GpuSearch(base, gpu_id, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora)
+    first, counts = srch.min_count()
+    if first is None:
+        top = srch.frontier(counts[-1]) if counts else []
+        largest = srch.evaluate(top[0]) if top else None
+        return GpuResult(srch.gpu, None, None, (), tuple(counts), largest, srch.num_estimates)
+    minimum = srch.relax(first)
+    price = srch.gpu.hourly_price_usd
+    base_lora = base.model.lora_rank > 0
+    candidates = [minimum]
+    if minimum.step_s is not None:
+        c = minimum.knobs.num_gpus
+        targets = []
+        for m in RECOMMEND_MULTIPLES[1:]:
+            n = next((x for x in counts if x >= m * c), None)
+            if n is not None and n not in targets and n != c:
+                targets.append(n)
+        for n in targets:
+            ev = srch.at_count(n, hint=candidates[-1].knobs)
+            if ev is None:
+                continue
+            worse = selection_key(ev, base_lora, price) > selection_key(candidates[-1], base_lora, price)
+            candidates.append(ev)
+            if worse:
+                break
+    recommended = min(candidates, key=lambda e: selection_key(e, base_lora, price))
+    return GpuResult(srch.gpu, minimum, recommended, tuple(candidates), tuple(counts), None, srch.num_estimates)
+
+
+def cost_per_step_usd(step_s: float, num_gpus: int, hourly_price_usd: float) -> float:
+    """GPU-hours of one step times the (editable, example) price per GPU-hour."""
+    return step_s * num_gpus * hourly_price_usd / 3600.0
+
+
+__all__ = [
+    "GpuResult",
+    "GpuSearch",
+    "cost_per_step_usd",
+    "search_gpu",
+    "selection_key",
+    # defined in calculator.planning.space, importable from here as before
+    "CRITIC_BUDGET_FACTOR",
+    "LORA_RANK",
+    "ROLLOUT_TP_CHOICES",
+    "TOKEN_BUDGETS",
+    "ULYSSES_SP_CHOICES",
+    "UTIL_GRID",
+    "BatchOption",
+    "Evaluation",
+    "Knobs",
+    "batch_overrides",
+    "gpu_count_ladder",
+]

@@ -1,0 +1,217 @@
+"""How a training backend spends time around its compute: FSDP collectives and host copies per
+micro-batch, Megatron TP/EP collectives and pipeline bubble, Ulysses all-to-alls, offload copies
+(used by ``calculator.timing.step``; its docstring states the assumptions).
+
+FSDP (verl ``workers/engine/fsdp``): bf16 all-gather of the weights per forward (and again per backward
+with ``reshard_after_forward``), fp32 reduce-scatter of the gradients (``reduce_dtype`` fp32), HSDP
+all-reduce across replica groups; FSDP2 ``offload_policy`` copies the shard in for each gather and the
+grads out. Megatron: 2 all-gathers + 2 reduce-scatters (sequence parallel) or 2 all-reduces per layer
+per pass over TP, a dispatch + combine all-to-all per MoE layer over EP, a 1F1B pipeline bubble of
+``pp - 1`` micro-batch stage times per mini-batch (Narayanan et al. 2021 §2.2: bubble fraction
+(p-1)/(m+p-1)). Ring volumes per GPU as in ``calculator.timing.flops``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
+from calculator.memory.phases import Context
+from calculator.memory.training import shard_size
+from calculator.model.architecture import Architecture
+from calculator.model.roles import RoleModel, lora_params
+from calculator.resolve.batching import PassBatch
+from calculator.timing.flops import (
+    FULL_RECOMPUTE,
+    NO_RECOMPUTE,
+    Recompute,
+    collective_bytes_per_s,
+    gemm_efficiency,
+    pcie_bytes_per_s,
+    peak_flops,
+    ring_fraction,
+)
+from calculator.units import ceil_div, dtype_bytes
+
+# Tensors an optimizer step streams per parameter (torch AdamW foreach): read p, g, m, v and write
+# p, m, v, plus the grad-norm read for clipping = 8 tensors; SGD (no momentum): read p, g, write p + norm.
+OPTIMIZER_STEP_TENSORS = {"AdamW": 8, "adam": 8, "SGD": 4, "Adafactor": 4}
+OPTIMIZER_STATES = {"AdamW": 2, "adam": 2, "SGD": 0, "Adafactor": 0}  # moments kept per param (training.py)
+
+
+class TrainingEngine:
+    """One model as an engine: which parallelism and offload settings apply to it."""
+
+    def __init__(
+        self, s: Scenario, ctx: Context, role: RoleModel, strategy: str, fsdp: FsdpSection, meg: MegatronSection
+    ) -> None:
+        self.s, self.gpu, self.role, self.strategy, self.fsdp, self.meg = s, ctx.gpu, role, strategy, fsdp, meg
+        self.megatron = strategy == "megatron"
+        g = s.hardware.num_gpus
+        self.n = shard_size(fsdp, g)
+        self.params = role.num_params
+        self.trainable = (
+            lora_params(role.arch, s.model.lora_rank, s.model.target_modules)
+            if s.model.lora_rank and role.name == "actor"
+            else self.params
+        )
+        self.mb = dtype_bytes(fsdp.model_dtype)
+        # Share of the parameters in the root unit plus one decoder layer (FSDP pipeline fill, ``fsdp_io``).
+        self.edge = min(1.0, (role.root_params + role.largest_layer_params) / max(role.num_params, 1))
+        self.cpu_policy = strategy == "fsdp2" and fsdp.offload_policy
+        if self.megatron:
+            m = meg
+            expert = role.arch.num_moe_layers * role.arch.num_experts * role.arch.expert_params()
+            etp = m.expert_tensor_parallel_size or m.tensor_model_parallel_size
+            pp = m.pipeline_model_parallel_size
+            self.local = (self.params - expert) / (m.tensor_model_parallel_size * pp) + expert / (
+                m.expert_model_parallel_size * etp * pp
+            )
+            self.dp = max(1, g // (m.tensor_model_parallel_size * pp * m.context_parallel_size))
+            self.p_off, self.o_off = m.param_offload, m.optimizer_offload
+        else:
+            self.local = self.params / self.n
+            self.dp = g // max(1, s.actor.ulysses_sequence_parallel_size)
+            self.p_off, self.o_off = fsdp.param_offload, fsdp.optimizer_offload
+
+    def offload_seconds(self, *, optimizer: bool) -> float:
+        """PCIe time to bring this role's offloaded state in for one phase and put it back."""
+        rate = pcie_bytes_per_s(self.s, self.gpu)
+        b = 0.0
+        if self.p_off and not self.cpu_policy:
+            b += 2 * self.local * (2 if self.megatron else self.mb)
+        if optimizer and self.o_off and not self.cpu_policy:
+            states = OPTIMIZER_STATES.get(self.s.actor.optim.optimizer, 2)
+            if self.megatron:  # distributed optimizer: fp32 master + moments, sharded over DP
+                b += 2 * self.local / self.dp * (4 + 4 * states)
+            else:  # moments in the model dtype, sharded over the FSDP group
+                b += 2 * self.trainable / self.n * states * self.mb
+        return b / rate
+
+
+def megatron_micro(s: Scenario, r: TrainingEngine, pb: PassBatch, seq_len: float) -> tuple[float, int]:
+    """(mean tokens per micro-batch of one model replica, micro-batches per DP rank): the same micro-batch
+    size (or token budget) as ``pb``, over Megatron's DP = GPUs / (TP x PP x CP); the rank's tokens are
+    spread over that many micro-batches (the last one is not padded to full size)."""
+    num_seqs = pb.sequences_per_gpu * (s.hardware.num_gpus // max(1, s.actor.ulysses_sequence_parallel_size))
+    seqs = ceil_div(num_seqs, r.dp)
+    tokens = max(pb.tokens_per_gpu, 1)
+    n = max(1, math.ceil(seqs * seq_len / tokens))
+    return seqs * seq_len / n, n
+
+
+def ulysses_seconds(s: Scenario, ctx: Context, role: RoleModel, tokens: float, sp: int, passes: float) -> float:
+    """Ulysses SP all-to-alls: q, k, v in and the output back, per layer per pass (not overlapped)."""
+    if sp <= 1:
+        return 0.0
+    a = role.arch
+    volume = tokens * (a.q_dim + 2 * a.kv_dim + a.attn_out_dim) * 2 * ring_fraction(sp)
+    return passes * a.num_layers * volume / collective_bytes_per_s(s, ctx.gpu, sp)
+
+
+def megatron_recompute(meg: MegatronSection, arch: Architecture) -> Recompute:
+    """What Megatron-core recomputes in backward (``override_transformer_config.recompute_*``):
+    selective = the core attention only (``recompute_modules`` ['core_attn'], verl's default; the other
+    modules it can list are not modelled); full + uniform = every layer (checkpointed in groups of
+    ``recompute_num_layers``); full + block = the first ``recompute_num_layers`` layers of each pipeline stage."""
+    g = meg.recompute_granularity
+    if g is None:
+        return NO_RECOMPUTE
+    if g == "selective":
+        return Recompute(0.0, 1.0)
+    if meg.recompute_method == "block" and meg.recompute_num_layers is not None:
+        per_stage = max(1.0, arch.num_layers / meg.pipeline_model_parallel_size)
+        share = min(1.0, meg.recompute_num_layers / per_stage)
+        return Recompute(share, share)
+    return FULL_RECOMPUTE
+
+
+def host_seconds(s: Scenario, role: RoleModel, passes: float, layers: float | None = None) -> float:
+    """CPU time to issue one micro-batch's kernels: layers x passes x ``train_host_us_per_layer_pass``."""
+    n = role.arch.num_layers if layers is None else layers
+    return passes * n * s.efficiency.train_host_us_per_layer_pass * 1e-6
+
+
+def megatron_pass(
+    s: Scenario,
+    ctx: Context,
+    r: TrainingEngine,
+    pb: PassBatch,
+    seq_len: float,
+    flops_per_token: float,
+    mfu: float,
+    passes: float,
+) -> dict[str, float]:
+    """One pass over one mini-batch: forward-only (passes=1) or training (2 = forward + backward, plus the
+    recomputed share of a forward). Per micro-batch and pipeline stage: compute at ``mfu`` x the GEMM
+    efficiency of its tokens / CP, TP/EP collectives (exposed), and the host time of issuing the stage's
+    layers where it exceeds the two (the GPU runs behind the CPU)."""
+    m, a = r.meg, r.role.arch
+    tp, pp, cp, ep = (
+        m.tensor_model_parallel_size,
+        m.pipeline_model_parallel_size,
+        m.context_parallel_size,
+        m.expert_model_parallel_size,
+    )
+    tokens, n_micro = megatron_micro(s, r, pb, seq_len)
+    stage = tokens * flops_per_token / (tp * cp * pp) / (peak_flops(ctx.gpu) * mfu)
+    slow = stage / gemm_efficiency(s, tokens / cp) - stage
+    comm = 0.0
+    if tp > 1:  # 2 all-gathers + 2 reduce-scatters (SP) or 2 all-reduces per layer per pass
+        vol = 4 * ring_fraction(tp) * tokens / cp * a.hidden_size * 2
+        comm += passes * (a.num_layers / pp) * vol / collective_bytes_per_s(s, ctx.gpu, tp)
+    if ep > 1 and a.is_moe:  # dispatch + combine all-to-all per MoE layer per pass
+        vol = 2 * ring_fraction(ep) * tokens / (cp * tp) * a.num_experts_per_tok * a.hidden_size * 2
+        comm += passes * (a.num_moe_layers / pp) * vol / collective_bytes_per_s(s, ctx.gpu, ep * tp)
+    launch = max(0.0, host_seconds(s, r.role, passes, a.num_layers / pp) - (stage + slow + comm))
+    return {
+        "compute": n_micro * stage,
+        "gemm_small_batch": n_micro * slow,
+        "tp_ep_comm": n_micro * comm,
+        "host_overhead": n_micro * launch,
+        "pipeline_bubble": (pp - 1) * (stage + slow + comm + launch),
+    }
+
+
+class FsdpIo(NamedTuple):
+    """Per micro-batch of an FSDP role: collective seconds, host-copy seconds, and ``fill``: the part of
+    them nothing can hide (the first unit's gather before any compute, the last reduce-scatters after it)."""
+
+    comm: float
+    host: float
+    fill: float
+
+
+def fsdp_io(s: Scenario, ctx: Context, r: TrainingEngine, *, gathers: int, grads: bool) -> FsdpIo:
+    """Collectives and host copies per micro-batch of an FSDP role.
+
+    Pipeline fill: forward starts with the root unit's all-gather (embedding, final norm, LM head; verl wraps
+    each decoder layer as its own unit) and layer 0's, before any compute; backward ends with layer 0's and
+    the root's reduce-scatters, after the last compute. So (root + one layer) / params of one gather and of
+    the gradient traffic are exposed per micro-batch, however long the compute (``TrainingEngine.edge``)."""
+    coll = collective_bytes_per_s(s, ctx.gpu, r.n)
+    one_gather = r.params * 2 * ring_fraction(r.n) / coll  # bf16 all-gather
+    comm = gathers * one_gather
+    host = 0.0
+    host_gather = r.params * r.mb / r.n / pcie_bytes_per_s(s, ctx.gpu) if r.cpu_policy else 0.0
+    host += gathers * host_gather
+    grad_comm = grad_host = 0.0
+    if grads:
+        per_micro = 1.0 if not r.fsdp.use_no_sync_for_gradient_accumulation else 0.0
+        grad_comm += per_micro * r.trainable * 4 * ring_fraction(r.n) / coll
+        replicas = s.hardware.num_gpus // r.n
+        if replicas > 1:  # HSDP: all-reduce of the grad shard across replica groups
+            grad_comm += (
+                per_micro
+                * r.trainable
+                * 4
+                / r.n
+                * 2
+                * ring_fraction(replicas)
+                / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
+            )
+        if r.cpu_policy:
+            grad_host += r.trainable * 4 / r.n / pcie_bytes_per_s(s, ctx.gpu)
+    fill = r.edge * (one_gather + host_gather + grad_comm + grad_host)
+    return FsdpIo(comm + grad_comm, host + grad_host, fill)

@@ -1,0 +1,424 @@
+"""Step time of a colocated, synchronous verl step, phase by phase (DESIGN.md 5).
+
+The phases run one after another on the same GPUs (verl 0.9 ``trainer_mode: sync``, hybrid
+engine), so ``step_s`` is their sum. Each phase is split into mechanisms (``TimeOut.terms_s``).
+
+Worked example (Qwen2.5-7B, 8 x H100, FSDP, micro-batch 16 x 1112 tokens, ckpt on, train_mfu 0.35):
+one micro-batch holds 17,792 tokens; forward + backward + recompute cost (6 + 2) x 7.07e9 matmul
+weights + attention = 1.02e15 FLOPs, i.e. 2.9 s at 989 TFLOPS x 0.35, / 0.993 GEMM efficiency at
+M = 17,792 rows (M / (M + 128)) = 2.93 s. FSDP gathers the bf16 weights twice (forward, backward:
+2 x 15.2 GB x 7/8) and reduce-scatters fp32 grads (30.5 GB x 7/8): 53 GB per micro-batch at
+450 GB/s x 0.75 = 0.16 s, hidden under the compute (FSDP prefetches the next unit while the current one
+computes, so a micro-batch costs max(compute, communication)) except the pipeline fill: the root unit
+(embedding + LM head, 1.09 B params) and one layer (0.23 B) of one gather and of the reduce-scatter,
+17% of 40 GB = 20 ms. The host issues 28 layers x 3 passes x 0.5 ms = 42 ms of launches, hidden too.
+With one sequence per micro-batch (1,112 rows) the same tokens take 11% longer (GEMM efficiency 0.90)
+and pay 16x the fill: per-micro-batch costs are what make small micro-batches slow.
+
+Assumptions, per phase:
+- rollout, reward: ``calculator.timing.rollout``.
+- every training-side pass, per micro-batch: compute at the phase's MFU x the GEMM efficiency of its
+  mean token count M (``gemm_efficiency``: M / (M + ``gemm_half_saturation_tokens``); the MFUs are the
+  large-M rates; a rank's last, partial micro-batch is not padded), shown as ``compute`` (at the MFU) +
+  ``gemm_small_batch``; FSDP traffic exposed beyond that compute, and never less than the pipeline fill
+  (``throughput_engine.fsdp_io``); host launches (``train_host_us_per_layer_pass`` x layers x passes)
+  exposed beyond all the GPU work of the micro-batch (``host_overhead``).
+- old_log_prob / ref_log_prob / critic_values: forward FLOPs (2·N + attention, ``calculator.timing.flops``)
+  at ``forward_mfu``; FSDP all-gathers bf16 weights per micro-batch, overlapped with compute. The
+  reference model under FSDP is a forward-only engine forced to CPU offload (verl >= 0.8,
+  ``transformer_impl.py`` CPUOffload / CPUOffloadPolicy): every micro-batch copies its fp32 shard
+  host->device (4 B x P / N over PCIe) before the all-gather; copy + gather overlap compute.
+- update_actor / update_critic: ``ppo_epochs`` x mini-batches x micro-batches; executed FLOPs
+  6·N (+2·N recompute) + attention, at ``train_mfu``; per micro-batch FSDP all-gathers bf16 weights
+  in forward and again in backward (``reshard_after_forward``), reduce-scatters fp32 grads
+  (``reduce_dtype`` fp32; once per mini-batch with ``use_no_sync_for_gradient_accumulation``);
+  HSDP adds an all-reduce across replicas. Overlap as above. AdamW step per mini-batch: memory-bound,
+  8 tensors (p, g, m, v read; p, m, v written; grad norm) per local param over HBM. Megatron:
+  TP/SP collectives (4 per layer per pass, exposed), EP all-to-all, pipeline bubble
+  (pp-1)/(m+pp-1), DP reduce-scatter + all-gather per mini-batch (``throughput_engine``). verl's
+  Megatron engine recomputes only with ``override_transformer_config.recompute_granularity``
+  (``megatron.recompute_*``; ``model.enable_gradient_checkpointing`` is an FSDP setting): full adds a
+  forward of the recomputed layers (and its TP collectives), selective the core attention only
+  (``throughput_engine.megatron_recompute``).
+  ``train_mfu`` applies to the EXECUTED FLOPs (recompute included); ``TimeOut.update_mfu`` and verl's
+  ``perf/mfu/actor`` count model FLOPs without recompute, so with checkpointing a compute-bound
+  update reports ~0.75 x train_mfu. Calibrate train_mfu from verl's MFU x 8/6 when checkpointing.
+- offload: ``param_offload`` / ``optimizer_offload`` copy the role's shard (params in model dtype,
+  AdamW moments 8 B/param) in and out over PCIe once per phase that uses it (verl's engine
+  ``train_mode``/``eval_mode`` contexts). FSDP2 ``offload_policy``: the shard is copied in for each
+  all-gather and grads copied out per micro-batch, and AdamW runs on the host CPU
+  (``cpu_adam_params_per_s``). ``enable_activation_offload``: checkpointed activations go out during
+  forward and back during backward on side streams (verl ``AsyncDoubleBufferGroupOffloadHandler``);
+  only the part longer than the forward / backward compute is exposed.
+- weight_sync: each fp32 parameter gathered whole over the FSDP group (``full_tensor()``), written to
+  the 2 GiB CUDA-IPC bucket and loaded by vLLM (HBM traffic 2 x 4 B x P + 2 B x P / TP). LoRA
+  (``lora.merge`` false, verl's default) sends only the adapters once the base has been synced.
+
+Left out: element-wise kernels (entropy, log-softmax), the advantage computation, engine wake-up /
+sleep, checkpoint saving, validation, data loading; host work between micro-batches (verl's per-micro-batch
+metric syncs) beyond the launches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from calculator.inputs.scenario import MegatronSection, Scenario
+from calculator.memory import phases as memory
+from calculator.memory.phases import Context
+from calculator.model import activations as acts
+from calculator.model.architecture import Architecture
+from calculator.model.roles import RoleModel, lora_params
+from calculator.report.models import TimeOut
+from calculator.resolve import batching
+from calculator.resolve.batching import PassBatch
+from calculator.timing.backend import (
+    OPTIMIZER_STEP_TENSORS,
+    FsdpIo,
+    TrainingEngine,
+    fsdp_io,
+    host_seconds,
+    megatron_pass,
+    megatron_recompute,
+    ulysses_seconds,
+)
+from calculator.timing.flops import (
+    FULL_RECOMPUTE,
+    NO_RECOMPUTE,
+    PhaseTime,
+    Recompute,
+    collective_bytes_per_s,
+    fmt_s,
+    forward_flops_per_token,
+    gemm_efficiency,
+    hbm_bytes_per_s,
+    pcie_bytes_per_s,
+    peak_flops,
+    per_architecture,
+    ring_fraction,
+    total_params,
+    train_flops_per_token,
+)
+from calculator.timing.rollout import reward_time, rollout_time
+from calculator.units import ceil_div
+
+
+@per_architecture
+def _all_layers_saved(arch: Architecture) -> int:
+    """Activation bytes per token that every layer saves without checkpointing (what offload copies)."""
+    return acts.all_layers_saved_bytes_per_token(arch)
+
+
+def _seq_len(s: Scenario) -> float:
+    """Tokens per sequence as the trainer sees them: real (packed) or padded to the max lengths."""
+    if s.model.use_remove_padding:
+        return float(batching.lengths(s, worst=False).sequence)
+    return float(s.data.max_prompt_length + s.data.max_response_length)
+
+
+def _micro_tokens(s: Scenario, pb: PassBatch, sp: int) -> float:
+    """Mean tokens per micro-batch on one GPU: the rank's real tokens over its micro-batches, split over SP.
+    (``PassBatch.tokens_per_gpu`` is the largest micro-batch, which memory needs; a rank with 20 sequences
+    in micro-batches of 16 runs 16 + 4, not 2 x 16.)"""
+    if not pb.sequences_per_gpu:
+        return 0.0
+    return pb.sequences_per_gpu * _seq_len(s) / pb.num_micro_batches / max(sp, 1)
+
+
+def _split_io(io: FsdpIo, extra_host: float, t_gpu: float) -> tuple[float, float]:
+    """(exposed collective, exposed host copy) seconds of one micro-batch: what the GPU work ``t_gpu`` of the
+    same micro-batch cannot hide (FSDP prefetches the next unit while one computes, so a micro-batch lasts
+    max(compute, traffic)), and never less than the pipeline fill ``io.fill``; split pro rata."""
+    host = io.host + extra_host
+    total = io.comm + host
+    if not total:
+        return 0.0, 0.0
+    exposed = max(total - t_gpu, io.fill)
+    return exposed * io.comm / total, exposed * host / total
+
+
+def _forward_phase(
+    s: Scenario,
+    ctx: Context,
+    r: TrainingEngine,
+    pb: PassBatch,
+    *,
+    sp: int,
+    stream_fp32: bool,
+    resident_offload: bool,
+) -> PhaseTime:
+    """A forward-only pass over the whole batch (log-prob, values); ``sp`` = its Ulysses degree."""
+    L = _seq_len(s)
+    fpt = forward_flops_per_token(r.role, L)
+    rate = peak_flops(ctx.gpu) * s.efficiency.forward_mfu
+    m = _micro_tokens(s, pb, sp)
+    tokens_total = m * pb.num_micro_batches * s.hardware.num_gpus
+    if r.megatron:
+        terms = megatron_pass(s, ctx, r, pb, L, fpt, s.efficiency.forward_mfu, passes=1)
+        f = f"Megatron forward: {pb.num_micro_batches} micro-batches/rank of ~{pb.tokens_per_gpu:,} tokens"
+    else:
+        eff = gemm_efficiency(s, m)
+        t_cmp = m * fpt / rate
+        t_gpu = t_cmp / eff
+        io = fsdp_io(s, ctx, r, gathers=1, grads=False)
+        stream = r.params * 4 / r.n / pcie_bytes_per_s(s, ctx.gpu) if stream_fp32 else 0.0
+        io = io._replace(fill=io.fill + r.edge * stream)
+        comm, host = _split_io(io, stream, t_gpu)
+        a2a = ulysses_seconds(s, ctx, r.role, m, sp, 1)
+        launch = max(0.0, host_seconds(s, r.role, 1) - (t_gpu + comm + host + a2a))
+        n = pb.num_micro_batches
+        terms = {
+            "compute": n * t_cmp,
+            "gemm_small_batch": n * (t_gpu - t_cmp),
+            "fsdp_comm": n * comm,
+            "param_stream_pcie": n * host,
+            "ulysses_all_to_all": n * a2a,
+            "host_overhead": n * launch,
+        }
+        f = (
+            f"{n} micro-batches x {m:,.0f} tokens x {fpt / 1e9:.1f} GFLOP/token / "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.forward_mfu:.0%} x GEMM efficiency {eff:.0%} "
+            f"at {m:,.0f} tokens) = {fmt_s(n * t_gpu)}; per micro-batch all-gather {fmt_s(io.comm)}"
+            + (f" + fp32 shard over PCIe {fmt_s(stream)} (forced CPU offload)" if stream_fp32 else "")
+            + f" overlapped with compute (exposed {fmt_s(comm + host)}); host issues "
+            f"{r.role.arch.num_layers} layers in {fmt_s(host_seconds(s, r.role, 1))}"
+        )
+    if resident_offload:
+        terms["offload_pcie"] = r.offload_seconds(optimizer=False)
+    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * fpt)
+
+
+def _update_phase(
+    s: Scenario,
+    ctx: Context,
+    r: TrainingEngine,
+    pb: PassBatch,
+    *,
+    epochs: int,
+    num_mini: int,
+    recompute: Recompute,
+) -> PhaseTime:
+    """ppo_epochs x mini-batches of forward + backward + optimizer step."""
+    L = _seq_len(s)
+    executed, model = train_flops_per_token(s, r.role, L, recompute=recompute)
+    rate = peak_flops(ctx.gpu) * s.efficiency.train_mfu
+    rounds = epochs * num_mini
+    passes = 2.0 + recompute.matmul  # forward, backward, and the recomputed share of a forward
+    sp = s.actor.ulysses_sequence_parallel_size if r.role.name == "actor" else s.critic.ulysses_sequence_parallel_size
+    m = _micro_tokens(s, pb, sp)
+    if r.megatron:
+        per = megatron_pass(s, ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=passes)
+        terms = {k: rounds * v for k, v in per.items()}
+        dp_bytes = r.local * (4 + 2) * ring_fraction(r.dp)  # fp32 grad reduce-scatter + bf16 param gather
+        terms["dp_comm"] = rounds * dp_bytes / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
+        opt_params = r.local / r.dp
+        rc = r.meg.recompute_granularity
+        f = (
+            f"Megatron: {rounds} mini-batches x {pb.num_micro_batches} micro-batches, executed "
+            f"{executed / 1e9:.1f} GFLOP/token (recompute: {rc or 'none'}"
+            + (f", {recompute.matmul:.0%} of the layers" if rc == "full" else "")
+            + ")"
+        )
+    else:
+        ckpt = recompute.any
+        n = pb.num_micro_batches
+        eff = gemm_efficiency(s, m)
+        t_cmp = m * executed / rate
+        t_gpu = t_cmp / eff
+        gathers = 2 if r.fsdp.reshard_after_forward else 1
+        io = fsdp_io(s, ctx, r, gathers=gathers, grads=True)
+        if r.fsdp.use_no_sync_for_gradient_accumulation:  # one reduce-scatter per mini-batch
+            rs = r.trainable * 4 * ring_fraction(r.n) / collective_bytes_per_s(s, ctx.gpu, r.n)
+            io = io._replace(comm=io.comm + rs / n)
+        comm, host = _split_io(io, 0.0, t_gpu)
+        act = 0.0
+        if s.model.enable_activation_offload:
+            a = r.role.arch
+            per_tok = a.num_layers * acts.checkpoint_input_bytes_per_token(a) if ckpt else _all_layers_saved(a)
+            copy = per_tok * m / pcie_bytes_per_s(s, ctx.gpu)
+            fwd_share = forward_flops_per_token(r.role, L) / executed
+            act = max(0.0, copy - t_gpu * fwd_share) + max(0.0, copy - t_gpu * (1 - fwd_share))
+        a2a = ulysses_seconds(s, ctx, r.role, m, sp, passes)
+        dispatch = host_seconds(s, r.role, passes)
+        launch = max(0.0, dispatch - (t_gpu + comm + host + act + a2a))
+        terms = {
+            "compute": rounds * n * t_cmp,
+            "gemm_small_batch": rounds * n * (t_gpu - t_cmp),
+            "fsdp_comm": rounds * n * comm,
+            "cpu_offload_pcie": rounds * n * host,
+            "activation_offload": rounds * n * act,
+            "ulysses_all_to_all": rounds * n * a2a,
+            "host_overhead": rounds * n * launch,
+        }
+        opt_params = r.trainable / r.n
+        f = (
+            f"{epochs} epoch(s) x {num_mini} mini-batches x {n} micro-batches x {m:,.0f} tokens x "
+            f"{executed / 1e9:.1f} GFLOP/token ({'6N+2N recompute' if ckpt else '6N'} + attention) / "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.train_mfu:.0%} x GEMM efficiency {eff:.0%}); "
+            f"per micro-batch FSDP {gathers} bf16 all-gather(s) + fp32 reduce-scatter {fmt_s(io.comm)}, overlapped: "
+            f"exposed {fmt_s(comm + host)}; host issues {r.role.arch.num_layers} layers x {passes:g} passes in "
+            f"{fmt_s(dispatch)}"
+        )
+    if r.cpu_policy:
+        node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
+        terms["optimizer_step_cpu"] = rounds * node_params / s.efficiency.cpu_adam_params_per_s
+    else:
+        per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
+        terms["optimizer_step"] = rounds * opt_params * per / hbm_bytes_per_s(s, ctx.gpu)
+    terms["offload_pcie"] = r.offload_seconds(optimizer=True)
+    tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
+    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
+
+
+def _actor(s: Scenario, ctx: Context) -> TrainingEngine:
+    return TrainingEngine(s, ctx, ctx.actor, s.actor.strategy, s.actor.fsdp_config, s.actor.megatron)
+
+
+def _critic(s: Scenario, ctx: Context) -> TrainingEngine:
+    assert ctx.critic is not None
+    return TrainingEngine(s, ctx, ctx.critic, s.critic.strategy or s.actor.strategy, s.critic.fsdp, s.critic.megatron)
+
+
+def _old_log_prob(s: Scenario, ctx: Context) -> PhaseTime:
+    pb = batching.old_log_prob_batch(s, False)
+    sp = s.actor.ulysses_sequence_parallel_size
+    return _forward_phase(s, ctx, _actor(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
+
+
+def _ref_log_prob(s: Scenario, ctx: Context) -> PhaseTime:
+    pb = batching.ref_log_prob_batch(s, False)
+    sp = s.ref.ulysses_sequence_parallel_size or s.actor.ulysses_sequence_parallel_size
+    if ctx.ref_via_actor or not ctx.ref_separate:  # LoRA: the actor with adapters disabled
+        return _forward_phase(s, ctx, _actor(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
+    ref = RoleModel(
+        "ref",
+        ctx.actor.arch,
+        ctx.actor.num_params,
+        ctx.actor.largest_layer_params,
+        ctx.actor.root_params,
+        ctx.actor.lm_head_vocab,
+    )
+    r = TrainingEngine(s, ctx, ref, s.actor.strategy, s.ref.fsdp_config, s.actor.megatron)
+    if r.megatron:
+        off = (
+            s.ref.megatron_param_offload if s.ref.megatron_param_offload is not None else s.actor.megatron.param_offload
+        )
+        r.p_off, r.o_off = off, False
+        return _forward_phase(s, ctx, r, pb, sp=1, stream_fp32=False, resident_offload=True)
+    stream = s.verl_version not in ("0.6", "0.7") or s.ref.fsdp_config.param_offload
+    r.p_off = r.o_off = False
+    return _forward_phase(s, ctx, r, pb, sp=sp, stream_fp32=stream, resident_offload=False)
+
+
+def _critic_values(s: Scenario, ctx: Context) -> PhaseTime:
+    pb = batching.critic_values_batch(s, False)
+    sp = s.critic.ulysses_sequence_parallel_size
+    return _forward_phase(s, ctx, _critic(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
+
+
+def _recompute(ckpt: bool, strategy: str, meg: MegatronSection, role: RoleModel | None) -> Recompute:
+    """FSDP: ``enable_gradient_checkpointing`` recomputes every layer; Megatron: ``recompute_granularity``."""
+    if strategy == "megatron":
+        assert role is not None
+        return megatron_recompute(meg, role.arch)
+    return FULL_RECOMPUTE if ckpt else NO_RECOMPUTE
+
+
+def _update_actor(s: Scenario, ctx: Context) -> PhaseTime:
+    a = s.actor
+    num_mini = ceil_div(s.data.train_batch_size, min(a.ppo_mini_batch_size, s.data.train_batch_size))
+    return _update_phase(
+        s,
+        ctx,
+        _actor(s, ctx),
+        batching.actor_update_batch(s, False),
+        epochs=a.ppo_epochs,
+        num_mini=num_mini,
+        recompute=_recompute(s.model.enable_gradient_checkpointing, s.actor.strategy, s.actor.megatron, ctx.actor),
+    )
+
+
+def _update_critic(s: Scenario, ctx: Context) -> PhaseTime:
+    c = s.critic
+    mini = min(c.ppo_mini_batch_size or s.actor.ppo_mini_batch_size, s.data.train_batch_size)
+    return _update_phase(
+        s,
+        ctx,
+        _critic(s, ctx),
+        batching.critic_update_batch(s, False),
+        epochs=c.ppo_epochs or s.actor.ppo_epochs,
+        num_mini=ceil_div(s.data.train_batch_size, mini),
+        recompute=_recompute(c.enable_gradient_checkpointing, c.strategy or s.actor.strategy, c.megatron, ctx.critic),
+    )
+
+
+def _weight_sync(s: Scenario, ctx: Context) -> PhaseTime:
+    """Full parameters gathered per tensor and pushed through the CUDA-IPC bucket into vLLM."""
+    r = _actor(s, ctx)
+    p = total_params(ctx.actor.arch)
+    tp_roll = s.rollout.tensor_model_parallel_size
+    wbytes = 1 if s.rollout.quantization == "fp8" else 2
+    if r.megatron:
+        group = r.meg.tensor_model_parallel_size * r.meg.pipeline_model_parallel_size
+        mb, gather_group = 2, group
+    else:
+        mb, gather_group = r.mb, r.n
+    what = f"{p:,} params"
+    if s.model.lora_rank:  # verl LoRA (merge=false): after the first step only the adapters are sent
+        p = lora_params(ctx.actor.arch, s.model.lora_rank, s.model.target_modules)
+        what, wbytes = f"LoRA adapters {p:,} params (base synced once)", mb
+    gather = p * mb * ring_fraction(gather_group) / collective_bytes_per_s(s, ctx.gpu, gather_group)
+    copies = (2 * p * mb + p * wbytes / tp_roll) / hbm_bytes_per_s(s, ctx.gpu)
+    load = 0.0
+    if r.p_off and not r.megatron:
+        load = p * mb / r.n * (1 if r.strategy == "fsdp2" else 2) / pcie_bytes_per_s(s, ctx.gpu)
+    elif r.p_off:
+        load = 2 * r.local * 2 / pcie_bytes_per_s(s, ctx.gpu)
+    terms = {"gather": gather, "bucket_copies": copies, "offload_pcie": load}
+    f = (
+        f"{what} x {mb} B gathered whole over {gather_group} GPUs ({fmt_s(gather)}) + bucket write/read and "
+        f"vLLM load {fmt_s(copies)} + param offload {fmt_s(load)}"
+    )
+    return PhaseTime(terms=terms, formula=f)
+
+
+PHASE_TIMERS: dict[str, Callable[[Scenario, Context], PhaseTime]] = {
+    "rollout": rollout_time,
+    "reward": reward_time,
+    "old_log_prob": _old_log_prob,
+    "ref_log_prob": _ref_log_prob,
+    "critic_values": _critic_values,
+    "update_critic": _update_critic,
+    "update_actor": _update_actor,
+    "weight_sync": _weight_sync,
+}
+
+
+def phase_times(s: Scenario, ctx: Context) -> dict[str, PhaseTime]:
+    """PhaseTime of every phase that occurs (``memory.active_phases``), in step order."""
+    return {p: PHASE_TIMERS[p](s, ctx) for p in memory.active_phases(ctx)}
+
+
+def step_time(s: Scenario, ctx: Context) -> TimeOut:
+    """Seconds per phase, step time, throughput and the actor update's MFU."""
+    times = phase_times(s, ctx)
+    phases_s = {p: t.seconds for p, t in times.items()}
+    step = sum(phases_s.values())
+    ln = batching.lengths(s, worst=False)
+    tokens = batching.num_sequences_trained(s) * ln.sequence
+    g = s.hardware.num_gpus
+    upd = times.get("update_actor")
+    mfu = upd.model_flops / (upd.seconds * peak_flops(ctx.gpu) * g) if upd and upd.seconds else 0.0
+    details = {p: t.formula for p, t in times.items()}
+    return TimeOut(
+        step_s=step,
+        phases_s=phases_s,
+        tokens_per_s=tokens / step if step else 0.0,
+        tokens_per_s_per_gpu=tokens / step / g if step else 0.0,
+        update_mfu=mfu,
+        details=details,
+        terms_s={p: dict(t.terms) for p, t in times.items()},
+    )
+
+
+__all__ = ["PHASE_TIMERS", "phase_times", "step_time"]

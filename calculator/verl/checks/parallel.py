@@ -1,0 +1,211 @@
+"""Parallelism rules: rollout TP / DP / EP against the GPUs and the model's heads, Ulysses SP, Megatron.
+
+The rollout engine shards attention heads over its tensor-parallel size (vLLM
+``config/model.py`` ``ModelConfig.verify_with_parallel_config``; vLLM / SGLang ``QKVParallelLinear``);
+verl 0.9.1 splits heads over Ulysses SP ranks (``models/transformers/monkey_patch.py``), builds its
+device meshes from the world size (``workers/engine/fsdp/transformer_impl.py``,
+``workers/rollout/replica.py``), and Megatron-LM's ``initialize_model_parallel`` needs the world size to
+divide by TP x PP x CP. Each rule quotes its location.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from calculator.inputs.scenario import Scenario
+from calculator.resolve.architectures import resolve_architectures
+from calculator.verl.checks.problem import (
+    SRC_HEADS_SGLANG,
+    SRC_HEADS_VLLM,
+    SRC_INIT,
+    SRC_ULYSSES_HEADS,
+    SRC_ULYSSES_RMPAD,
+    ConfigProblem,
+    _p,
+)
+from calculator.verl.checks.resolved import (
+    _actor_sp,
+    _critic_sp,
+    _critic_strategy,
+    _megatron_mp,
+    _ref_sp,
+    need_critic,
+    need_ref,
+)
+
+if TYPE_CHECKING:
+    from calculator.model.architecture import Architecture
+
+
+def _arch(s: Scenario) -> Architecture | None:
+    try:
+        return resolve_architectures(s)[0]
+    except Exception:  # unknown model: checked elsewhere (load_scenario)
+        return None
+
+
+def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
+    out: list[ConfigProblem] = []
+    g = s.hardware.num_gpus
+    r = s.rollout
+    tp, rdp = r.tensor_model_parallel_size, r.data_parallel_size
+    world = tp * rdp
+    if g % world:
+        out.append(
+            _p(
+                "rollout_tp_gpus",
+                "error",
+                f"rollout world_size: {g} is not divisible by infer_world_size: {world} "
+                "(rollout.tensor_model_parallel_size x data_parallel_size). Pick a rollout TP that divides the GPU count.",
+                SRC_INIT,
+            )
+        )
+    per_node = min(g, s.hardware.gpus_per_node)
+    if world > per_node and world % per_node:
+        out.append(
+            _p(
+                "rollout_replica_nodes",
+                "error",
+                f"world_size {world} must be divisible by gpus_per_node {per_node}: a rollout replica larger than a "
+                "node must span whole nodes.",
+                "verl/workers/rollout/replica.py:RolloutReplica.__init__",
+            )
+        )
+    if r.name == "vllm" and rdp > 1 and per_node % tp:
+        out.append(
+            _p(
+                "rollout_replica_nodes",
+                "error",
+                "gpus_per_node should be divisible by tensor_model_parallel_size (vLLM with rollout.data_parallel_size > 1).",
+                "verl/workers/rollout/vllm_rollout/vllm_async_server.py:vLLMHttpServer.launch_server",
+            )
+        )
+    if r.expert_parallel_size > 1 and r.expert_parallel_size != world:
+        out.append(
+            _p(
+                "rollout_ep",
+                "error",
+                "expert_parallel_size must be equal to tensor_model_parallel_size * data_parallel_size "
+                f"(rollout EP {r.expert_parallel_size}, TP x DP {world}).",
+                "verl/workers/config/rollout.py:RolloutConfig.__post_init__",
+            )
+        )
+    if arch is None:
+        return out
+    src = SRC_HEADS_VLLM if r.name == "vllm" else SRC_HEADS_SGLANG
+    heads, kv = arch.num_attention_heads, arch.num_kv_heads
+    if heads % tp:
+        out.append(
+            _p(
+                "rollout_tp_heads",
+                "error",
+                f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp}): "
+                f"the {r.name} engine cannot shard this model over rollout TP {tp}. Pick a TP that divides {heads}.",
+                src,
+            )
+        )
+    elif not arch.kv_lora_rank and kv % tp and tp % kv:
+        out.append(
+            _p(
+                "rollout_tp_heads",
+                "error",
+                f"{kv} KV heads cannot be split over or replicated across rollout TP {tp} (QKVParallelLinear needs "
+                f"num_kv_heads % tp == 0 or tp % num_kv_heads == 0: divide() raises '{kv} is not divisible by {tp}' "
+                f"or '{tp} is not divisible by {kv}').",
+                src,
+            )
+        )
+    # Ulysses SP: attention heads split over SP ranks
+    for role, sp, on in (
+        ("actor", _actor_sp(s), True),
+        ("ref", _ref_sp(s), need_ref(s) and s.model.lora_rank == 0),
+        ("critic", _critic_sp(s), need_critic(s)),
+    ):
+        if not on or sp <= 1:
+            continue
+        if heads % sp:
+            out.append(
+                _p(
+                    "ulysses_heads",
+                    "error",
+                    f"num_attention_heads {heads} must be divisible by ulysses_sp_size {sp} ({role} Ulysses sequence "
+                    "parallel size).",
+                    SRC_ULYSSES_HEADS,
+                )
+            )
+        elif kv % sp and sp % kv:
+            out.append(
+                _p(
+                    "ulysses_heads",
+                    "error",
+                    f"num_key_value_heads {kv} must be divisible by ulysses_sp_size {sp}or vise versa ({role} Ulysses "
+                    "sequence parallel size).",
+                    SRC_ULYSSES_HEADS,
+                )
+            )
+    return out
+
+
+def _parallel_rules(s: Scenario) -> list[ConfigProblem]:
+    out: list[ConfigProblem] = []
+    g = s.hardware.num_gpus
+    for role, sp, on in (
+        ("actor", _actor_sp(s), True),
+        ("ref", _ref_sp(s), need_ref(s)),
+        ("critic", _critic_sp(s), need_critic(s)),
+    ):
+        if not on or sp <= 1:
+            continue
+        if not s.model.use_remove_padding:
+            out.append(
+                _p(
+                    "ulysses_remove_padding",
+                    "error",
+                    f"When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`. "
+                    f"({role} Ulysses SP {sp}; set model.use_remove_padding=true.)",
+                    SRC_ULYSSES_RMPAD,
+                )
+            )
+        if g % sp:
+            out.append(
+                _p(
+                    "ulysses_world",
+                    "error",
+                    f"{role} Ulysses SP {sp} does not divide the {g} GPUs: the engine builds a (dp, sp) device mesh "
+                    f"of world_size // sp x sp.",
+                    "verl/workers/engine/fsdp/transformer_impl.py:FSDPEngine._init_device_mesh",
+                )
+            )
+    for role, on, strat, m in (
+        ("actor", True, s.actor.strategy, s.actor.megatron),
+        ("critic", need_critic(s), _critic_strategy(s), s.critic.megatron),
+    ):
+        if not on or strat != "megatron":
+            continue
+        mp = _megatron_mp(m)
+        if g % mp:
+            out.append(
+                _p(
+                    "megatron_world_size",
+                    "error",
+                    f"{role}: world size {g} is not divisible by tensor_model_parallel_size ({m.tensor_model_parallel_size})"
+                    f" x pipeline_model_parallel_size ({m.pipeline_model_parallel_size}) x context_parallel_size "
+                    f"({m.context_parallel_size}) = {mp}.",
+                    "megatron/core/parallel_state.py:initialize_model_parallel (Megatron-LM, called by verl's "
+                    "Megatron engine); verl/utils/config.py:validate_config for the actor",
+                )
+            )
+        etp = m.expert_tensor_parallel_size or m.tensor_model_parallel_size
+        emp = etp * m.expert_model_parallel_size * m.pipeline_model_parallel_size
+        if m.expert_model_parallel_size > 1 and g % emp:
+            out.append(
+                _p(
+                    "megatron_world_size",
+                    "error",
+                    f"{role}: world size {g} is not divisible by expert_tensor_parallel_size ({etp}) x "
+                    f"expert_model_parallel_size ({m.expert_model_parallel_size}) x pipeline_model_parallel_size "
+                    f"({m.pipeline_model_parallel_size}) = {emp}.",
+                    "megatron/core/parallel_state.py:initialize_model_parallel (Megatron-LM)",
+                )
+            )
+    return out

@@ -1,0 +1,95 @@
+"""Rules on the raw verl keys of an imported launch script (the import path).
+
+A Scenario only has the ``*_per_gpu`` micro-batch sizes; the deprecated global ones
+(``ppo_micro_batch_size``, ``log_prob_micro_batch_size``) exist only in the launch script. verl 0.9.1
+rejects both set at once (``workers/config/actor.py`` ``ActorConfig.__post_init__``,
+``utils/config.py`` ``validate_config``, ``workers/config/critic.py`` ``CriticConfig.__post_init__``),
+and its engine reads only the ``*_per_gpu`` one (``workers/engine_workers.py`` ``init_model``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calculator.verl.checks.problem import SRC_ACTOR_POST, SRC_CRITIC_POST, SRC_INIT, SRC_VALIDATE, ConfigProblem, _p
+
+
+def check_raw_config(given: dict[str, Any], resolver: Any, engine: str) -> list[ConfigProblem]:
+    """Checks that need the raw verl keys: the deprecated global micro-batch sizes (a Scenario only has the
+    ``*_per_gpu`` ones). ``resolver.value(key)`` resolves a verl key (interpolations, verl defaults)."""
+
+    def rv(key: str, default: Any = None) -> Any:
+        try:
+            return resolver.value(key)
+        except Exception:
+            return default
+
+    a = "actor_rollout_ref.actor"
+    actor_dyn = bool(rv(f"{a}.use_dynamic_bsz", False))
+    use_ref = bool(rv("algorithm.use_kl_in_reward", False)) or bool(rv(f"{a}.use_kl_loss", False))
+    enable = rv("critic.enable")
+    use_critic = bool(enable) if enable is not None else rv("algorithm.adv_estimator", "gae") == "gae"
+    critic_dyn = bool(rv("critic.use_dynamic_bsz", actor_dyn))
+    out: list[ConfigProblem] = []
+    cases = [
+        ("actor", f"{a}.ppo_micro_batch_size", f"{a}.ppo_micro_batch_size_per_gpu", not actor_dyn, SRC_ACTOR_POST),
+        (
+            "actor_rollout_ref.rollout",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+            not actor_dyn,
+            SRC_VALIDATE,
+        ),
+        (
+            "actor_rollout_ref.ref",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+            use_ref and not actor_dyn,
+            SRC_VALIDATE,
+        ),
+        (
+            "critic",
+            "critic.ppo_micro_batch_size",
+            "critic.ppo_micro_batch_size_per_gpu",
+            use_critic and not critic_dyn,
+            SRC_CRITIC_POST,
+        ),
+    ]
+    for name, old, new, relevant, src in cases:
+        if not relevant:
+            continue
+        old_v, new_v = rv(old), rv(new)
+        short_old, short_new = (old.split(".")[-1], new.split(".")[-1])
+        if name == "actor":
+            q_old, q_new = f"actor.{short_old}", f"actor.{short_new}"
+        elif name == "critic":
+            q_old, q_new, short_old = "critic.micro_batch_size", "critic.micro_batch_size_per_gpu", "micro_batch_size"
+        else:
+            q_old, q_new = old, new
+        if old_v is not None and new_v is not None:
+            note = (
+                " (critic.ppo_micro_batch_size_per_gpu defaults to ${oc.select:.ppo_micro_batch_size,null}, so setting "
+                "critic.ppo_micro_batch_size alone sets both)"
+                if name == "critic" and new not in given
+                else ""
+            )
+            out.append(
+                _p(
+                    "micro_batch_given_twice",
+                    "error",
+                    f"[{name}] You have set both '{q_old}' AND '{q_new}'. Please remove '{q_old}' because only "
+                    f"'*_{short_old}_per_gpu' is supported (the former is deprecated).{note}",
+                    src,
+                )
+            )
+        elif old_v is not None and name in ("actor", "actor_rollout_ref.rollout"):
+            out.append(
+                _p(
+                    "micro_batch_deprecated",
+                    "error",
+                    f"{old} (the deprecated global micro-batch) passes validate_config, but verl 0.9.1's engine reads "
+                    f"only {new}: init_model fails on `assert ... {short_new} is not None`. Set {new} instead.",
+                    SRC_INIT,
+                )
+            )
+    return out

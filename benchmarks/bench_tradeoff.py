@@ -56,7 +56,7 @@ def main() -> None:
         n = len(tradeoff_sweep(s))
         sweep = median_s(lambda s=s: tradeoff_sweep(s), repeat=5)
         sweep_cpu = median_s(lambda s=s: tradeoff_sweep(s), repeat=5, clock=time.process_time)
-        st = median_s(lambda s=s, ctx=ctx: step_time(s, ctx), repeat=200)
+        st = median_s(lambda ctx=ctx: step_time(ctx), repeat=200)
         est = median_s(lambda s=s: estimate(s, with_time=True), repeat=200)
         table = median_s(lambda s=s: technique_table(s), repeat=5)
         print(f"{name}")

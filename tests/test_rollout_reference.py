@@ -10,7 +10,8 @@ import pytest
 
 from calculator.inputs.constants import OverheadConfig
 from calculator.inputs.presets import model_presets
-from calculator.memory.engine import BLOCK_SIZE_TOKENS, EngineSettings, engine_budget, profile_activation_bytes
+from calculator.memory.engine import BLOCK_SIZE_TOKENS, engine_budget, profile_activation_bytes
+from calculator.resolve.engines import EngineSettings
 from calculator.units import GIB_BYTES, gib_to_bytes
 
 MODELS = model_presets()

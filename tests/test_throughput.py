@@ -39,7 +39,7 @@ BASE = "qwen2.5-7b-grpo-8xh100"
 
 def times(overrides=None):
     s = load_scenario(BASE, overrides=overrides or {})
-    return s, phase_times(s, build_context(s))
+    return s, phase_times(build_context(s))
 
 
 def test_decode_step_by_hand():
@@ -55,14 +55,14 @@ def test_decode_step_by_hand():
     allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
     expected = max(t_mem, t_cmp) + allreduce
     assert t_mem > t_cmp  # bandwidth-bound at this batch
-    assert decode_step_seconds(s, ctx, b, c) == pytest.approx(expected, rel=1e-9)
+    assert decode_step_seconds(ctx, b, c) == pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(4.596e-3, rel=1e-3)
 
 
 def test_decode_becomes_compute_bound_at_large_batch():
     s = load_scenario(BASE)
     ctx = build_context(s)
-    per_token = [decode_step_seconds(s, ctx, b, 500) / b for b in (1, 16, 256, 1024)]
+    per_token = [decode_step_seconds(ctx, b, 500) / b for b in (1, 16, 256, 1024)]
     assert per_token == sorted(per_token, reverse=True)  # batching amortises the weight reads
 
 
@@ -218,7 +218,7 @@ def test_moe_decode_reads_only_touched_experts_at_small_batch():
     ctx = build_context(s)
     from calculator.timing.rollout import DecodeStep
 
-    step = DecodeStep(s, ctx)
+    step = DecodeStep(ctx)
     arch = ctx.actor.arch
     assert step.weight_bytes(1) < step.weight_bytes(8) < step.weight_bytes(1024)
     full = (step.dense + step.experts) * 2 / 4
@@ -269,7 +269,7 @@ SCENARIO_VARIANTS = [
 def test_phase_names_are_the_memory_phases_and_terms_add_up(ov):
     s = load_scenario(BASE, overrides=ov)
     ctx = build_context(s)
-    t = step_time(s, ctx)
+    t = step_time(ctx)
     assert list(t.phases_s) == active_phases(ctx)
     assert list(t.phases_s) == [p.name for p in estimate(s).phases]
     for p, sec in t.phases_s.items():
@@ -325,7 +325,7 @@ def test_more_gpus_never_slow_the_update_of_a_fixed_batch_on_one_node(model, mic
     upd = {}
     for g in (1, 2, 4, 8):
         s = load_scenario(BASE, overrides={**ov, "hardware.num_gpus": g})
-        upd[g] = phase_times(s, build_context(s))["update_actor"]
+        upd[g] = phase_times(build_context(s))["update_actor"]
     assert upd[2].seconds >= upd[4].seconds * (1 - 1e-9)
     assert upd[4].seconds >= upd[8].seconds * (1 - 1e-9)
     if upd[2].terms["fsdp_comm"] == 0:
@@ -348,8 +348,8 @@ def test_checkpointing_adds_the_recompute_share(d):
         off = load_scenario(d, overrides={"model.enable_gradient_checkpointing": False})
     except InputError:
         assume(False)
-    t_on = phase_times(on, build_context(on))["update_actor"]
-    t_off = phase_times(off, build_context(off))["update_actor"]
+    t_on = phase_times(build_context(on))["update_actor"]
+    t_off = phase_times(build_context(off))["update_actor"]
     assert t_on.terms["compute"] == pytest.approx(t_off.terms["compute"] * 8 / 6, rel=1e-9)
     assert t_off.seconds <= t_on.seconds * (1 + 1e-9)
     assert t_on.seconds <= t_off.seconds * 3 / 2 * (1 + 1e-9) + 1e-9
@@ -461,8 +461,8 @@ def test_larger_micro_batches_never_slow_the_update(d):
         big = load_scenario(d, overrides={"actor.ppo_micro_batch_size_per_gpu": 2 * micro})
     except InputError:
         assume(False)
-    t_small = phase_times(small, build_context(small))["update_actor"]
-    t_big = phase_times(big, build_context(big))["update_actor"]
+    t_small = phase_times(build_context(small))["update_actor"]
+    t_big = phase_times(build_context(big))["update_actor"]
     assert t_big.seconds <= t_small.seconds * (1 + 1e-9)
 
 
@@ -505,10 +505,10 @@ def test_eager_decode_step_by_hand():
     g = load_scenario(BASE)
     ctx_s, ctx_g = build_context(s), build_context(g)
     host = LAYERS * HOST_EAGER_S
-    assert decode_step_seconds(g, ctx_g, 1, 1000) < host
-    assert decode_step_seconds(s, ctx_s, 1, 1000) == pytest.approx(host, rel=1e-12)
-    big = decode_step_seconds(g, ctx_g, 512, 2000)
-    assert big > host and decode_step_seconds(s, ctx_s, 512, 2000) == pytest.approx(big, rel=1e-12)
+    assert decode_step_seconds(ctx_g, 1, 1000) < host
+    assert decode_step_seconds(ctx_s, 1, 1000) == pytest.approx(host, rel=1e-12)
+    big = decode_step_seconds(ctx_g, 512, 2000)
+    assert big > host and decode_step_seconds(ctx_s, 512, 2000) == pytest.approx(big, rel=1e-12)
 
 
 def test_batches_above_the_captured_sizes_launch_layer_by_layer():
@@ -518,7 +518,7 @@ def test_batches_above_the_captured_sizes_launch_layer_by_layer():
     ctx = build_context(s)
     from calculator.timing.rollout import DecodeStep
 
-    step = DecodeStep(s, ctx)
+    step = DecodeStep(ctx)
     assert step.graph_top == 512
     assert step.seconds(512, 100)[2] == 0.0
     body, comm, launch = step.seconds(513, 100)
@@ -550,8 +550,8 @@ def test_enforce_eager_never_speeds_up_the_rollout_unless_it_buys_kv(d):
     except InputError:
         assume(False)
     ctx_g, ctx_e = build_context(g), build_context(e)
-    assume(concurrency(g, ctx_g) == concurrency(e, ctx_e))
-    assert phase_times(e, ctx_e)["rollout"].seconds >= phase_times(g, ctx_g)["rollout"].seconds * (1 - 1e-12)
+    assume(concurrency(ctx_g) == concurrency(ctx_e))
+    assert phase_times(ctx_e)["rollout"].seconds >= phase_times(ctx_g)["rollout"].seconds * (1 - 1e-12)
 
 
 def test_reward_engine_pays_eager_launches_only_for_small_steps():

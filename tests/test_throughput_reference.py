@@ -174,7 +174,7 @@ def test_vllm_decode_llama31_8b_h100_batch1():
     context taken as 256 tokens): TPOT p50 6.48 ms.
     Source: https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/ . Model: 6.86 ms."""
     s, ctx = _llama8b_single_gpu("h100-80gb")
-    assert decode_step_seconds(s, ctx, 1, 256) == pytest.approx(6.48e-3, rel=DECODE_TOLERANCE)
+    assert decode_step_seconds(ctx, 1, 256) == pytest.approx(6.48e-3, rel=DECODE_TOLERANCE)
 
 
 def test_vllm_decode_llama31_8b_a100_40gb_batch1():
@@ -183,4 +183,4 @@ def test_vllm_decode_llama31_8b_a100_40gb_batch1():
     ceiling" = 13.3 ms per token. Source: https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on .
     Model: 14.9 ms (decode_hbm_efficiency 0.7 vs the 0.77 measured there)."""
     s, ctx = _llama8b_single_gpu("a100-40gb")
-    assert decode_step_seconds(s, ctx, 1, 1024 + 64) == pytest.approx(1 / 75, rel=DECODE_TOLERANCE)
+    assert decode_step_seconds(ctx, 1, 1024 + 64) == pytest.approx(1 / 75, rel=DECODE_TOLERANCE)

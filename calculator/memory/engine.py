@@ -28,28 +28,12 @@ from dataclasses import dataclass
 from calculator.inputs.constants import OverheadConfig
 from calculator.model.activations import forward_working_bytes_per_token
 from calculator.model.architecture import Architecture
+from calculator.resolve.engines import EngineSettings
 from calculator.units import GIB_BYTES, MIB_BYTES
 
 BLOCK_SIZE_TOKENS = 16  # vLLM default block size (vllm/config/cache.py)
-CUDA_GRAPH_MAX_CAPTURE = 512  # vllm/config/vllm.py: min(2 x max_num_seqs, 512, max_num_batched_tokens)
 CUDA_GRAPH_MODES = 2  # verl sets cudagraph_mode FULL_AND_PIECEWISE: two graph families
 SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4  # bf16 logits, their fp32 copy, fp32 probabilities (v1/sample/sampler.py)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """The settings of one inference engine (policy rollout or reward model)."""
-
-    engine: str  # "vllm" | "sglang"
-    tp: int
-    gpu_memory_utilization: float
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    max_model_len: int
-    enable_chunked_prefill: bool
-    enforce_eager: bool
-    weight_bytes_per_param: int
-    kv_dtype_bytes: int
 
 
 @dataclass(frozen=True)
@@ -74,7 +58,7 @@ class EngineBudget:
 
 def num_cuda_graphs(settings: EngineSettings) -> int:
     """Captured batch sizes per mode: [1, 2, 4] + 8..248 step 8 + 256..max step 16 (vllm/config/vllm.py)."""
-    top = min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)
+    top = settings.capture_limit
     sizes = [x for x in (1, 2, 4) if x <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
     return len(sizes)
 
@@ -85,8 +69,7 @@ def cuda_graph_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadC
     per-graph at least 1 MiB). ``enforce_eager`` captures nothing."""
     if settings.enforce_eager:
         return 0
-    top = min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)
-    first = top * forward_working_bytes_per_token(arch, settings.tp)
+    first = settings.largest_capture * forward_working_bytes_per_token(arch, settings.tp)
     graphs = CUDA_GRAPH_MODES * num_cuda_graphs(settings)
     return int(first + graphs * ov.vllm_cuda_graph_per_graph_mib * MIB_BYTES)
 
@@ -95,15 +78,19 @@ def profile_activation_bytes(arch: Architecture, settings: EngineSettings, ov: O
     """Torch peak of vLLM's profile run above the weights: a forward over ``max_num_batched_tokens``
     tokens (``max_model_len`` when chunked prefill is off) and the sampler dummy over
     ``min(tokens, max_num_seqs)`` requests x vocab (bf16 logits, fp32 copy, fp32 probabilities)."""
-    tokens = (
-        settings.max_num_batched_tokens
-        if settings.enable_chunked_prefill
-        else max(settings.max_num_batched_tokens, settings.max_model_len)
-    )
+    return sum(_profile_parts(arch, settings))
+
+
+def _profile_parts(arch: Architecture, settings: EngineSettings) -> tuple[int, int]:
+    """(forward, sampler) bytes of the profile run; the formula text is built from the same operands."""
+    tokens = settings.profile_tokens
     forward = tokens * forward_working_bytes_per_token(arch, settings.tp)
-    reqs = min(tokens, settings.max_num_seqs)
-    sampler = reqs * arch.vocab_size * SAMPLER_BYTES_PER_LOGIT
-    return forward + sampler
+    sampler = _sampler_requests(settings) * arch.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return forward, sampler
+
+
+def _sampler_requests(settings: EngineSettings) -> int:
+    return min(settings.profile_tokens, settings.max_num_seqs)
 
 
 def engine_budget(
@@ -151,8 +138,9 @@ def engine_budget(
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
     f["rollout_weights"] = f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"
     f["rollout_activations"] = (
-        f"profile forward over {settings.max_num_batched_tokens} tokens x "
-        f"{forward_working_bytes_per_token(arch, tp)} B/token + sampler {min(settings.max_num_batched_tokens, settings.max_num_seqs)}"
+        f"profile forward over {settings.profile_tokens} tokens"
+        + ("" if settings.enable_chunked_prefill else " (chunked prefill off: max_model_len)")
+        + f" x {forward_working_bytes_per_token(arch, tp)} B/token + sampler {_sampler_requests(settings)}"
         f" reqs x vocab {arch.vocab_size} x {SAMPLER_BYTES_PER_LOGIT} B"
     )
     f["rollout_non_torch"] = (
@@ -161,7 +149,7 @@ def engine_budget(
     f["cuda_graphs"] = (
         "0 (enforce_eager)"
         if settings.enforce_eager
-        else f"largest capture ({min(2 * settings.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, settings.max_num_batched_tokens)} tokens) "
+        else f"largest capture ({settings.largest_capture} tokens) "
         f"activations + {CUDA_GRAPH_MODES} modes x {num_cuda_graphs(settings)} sizes x "
         f"{ov.vllm_cuda_graph_per_graph_mib} MiB"
     )
@@ -178,3 +166,10 @@ def engine_budget(
         num_blocks=int(blocks),
         formulas=f,
     )
+
+
+def max_concurrent_sequences(eb: EngineBudget, max_num_seqs: int, seq_len: int) -> int:
+    """Sequences one replica runs at once: KV blocks per sequence of ``seq_len`` tokens against the pool,
+    capped by ``max_num_seqs`` (vLLM's scheduler admits a request only when its blocks fit)."""
+    per_seq_blocks = -(-max(seq_len, 1) // BLOCK_SIZE_TOKENS)
+    return min(max_num_seqs, eb.num_blocks // per_seq_blocks)

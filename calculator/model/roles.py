@@ -1,40 +1,13 @@
-"""Who exists in a verl 0.9 step (DESIGN.md 4.1) and how large each role's model is.
+"""How large each role's model is: parameters held, the largest layer, the root unit, LoRA / DoRA sizes.
 
-- actor: always. rollout engine: always (GPUs / rollout TP replicas).
-- reference policy: iff ``actor.use_kl_loss`` or ``algorithm.use_kl_in_reward``
-  (verl ``trainer/ppo/utils.py`` ``need_reference_policy``); under LoRA the ref is the actor with
-  adapters disabled, so no extra copy exists.
-- critic: ``critic.enable``, or when unset iff ``adv_estimator == "gae"`` (``need_critic``).
-- reward model: only for a model-based reward (``reward.reward_model.enable``), served by an engine on
-  the same GPUs unless it has its own resource pool; rule-based rewards run on CPU.
+Which roles exist is a verl rule and is decided in ``calculator.resolve.roles``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
-
-
-def need_reference_policy(s: Scenario) -> bool:
-    return s.actor.use_kl_loss or s.algorithm.use_kl_in_reward
-
-
-def ref_is_actor(s: Scenario) -> bool:
-    """LoRA: the reference log-prob is the actor's forward with adapters disabled."""
-    return need_reference_policy(s) and s.model.lora_rank > 0
-
-
-def need_critic(s: Scenario) -> bool:
-    if s.critic.enable is not None:
-        return s.critic.enable
-    return s.algorithm.adv_estimator == "gae"
-
-
-def need_reward_model(s: Scenario) -> bool:
-    """A model-based reward colocated on the training GPUs."""
-    return s.reward_model.enable and not s.reward_model.enable_resource_pool
 
 
 def lora_adapted_linears(arch: Architecture, target: str) -> list[tuple[int, int, int]]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from calculator.inputs.scenario import GROUP_ESTIMATORS, Scenario
-from calculator.model.roles import need_critic
 from calculator.planning.space import (
     LORA_RANK,
     ROLLOUT_TP_CHOICES,
@@ -27,6 +26,7 @@ from calculator.planning.space import (
     gpu_count_ladder,
 )
 from calculator.resolve.architectures import resolve_architectures
+from calculator.resolve.roles import need_critic
 
 Tier = Literal["settings", "hardware", "workload"]
 

@@ -33,7 +33,6 @@ from typing import Any
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
-from calculator.model.roles import need_critic
 from calculator.planning.fit import fit_check, max_model_len
 from calculator.planning.space import (
     BOOL_LEVERS,
@@ -55,6 +54,7 @@ from calculator.planning.space import (
 )
 from calculator.report.estimate import build_context, estimate
 from calculator.resolve.architectures import resolve_architectures
+from calculator.resolve.roles import need_critic
 
 _REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from calculator.inputs.scenario import HardwareSection, Scenario
-from calculator.model.roles import need_critic
 from calculator.planning.fit import FitCheck, batch_geometry_problem, parallel_problem
 from calculator.report.models import Report
+from calculator.resolve.roles import need_critic
 
 if TYPE_CHECKING:
     from calculator.model.architecture import Architecture

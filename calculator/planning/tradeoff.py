@@ -23,14 +23,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from calculator.errors import InputError
-from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.memory import phases as memory
+from calculator.memory.context import build_context as memory_context
 from calculator.model.architecture import Architecture
-from calculator.model.roles import need_critic
 from calculator.report.estimate import estimate
 from calculator.resolve.architectures import resolve_architectures
+from calculator.resolve.resolved import resolve
+from calculator.resolve.roles import need_critic
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
 
@@ -233,12 +234,14 @@ def _point(s: Scenario, settings: dict[str, Any], current: bool) -> TradeoffPoin
     the warnings and the Report objects, which halves the cost per point (tests/test_tradeoff.py checks
     every point of a sweep against ``estimate``)."""
     actor, critic, reward = resolve_architectures(s)
-    ctx = memory.build_context(s, get_gpu(s.hardware.gpu), _memo(actor), _memo(critic), _memo(reward))
+    memo = _memo(actor)
+    assert memo is not None
+    ctx = memory_context(resolve(s, (memo, _memo(critic), _memo(reward))))
     phases = memory.all_phases(ctx, worst=False)
     peak = max(phases, key=lambda p: p.total_bytes)
     usable = ctx.gpu.usable_memory_bytes
     starts = memory.engine_starts(ctx)
-    time = step_time(s, ctx)
+    time = step_time(ctx)
     return TradeoffPoint(
         label=_label(settings),
         settings=settings,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import Scenario
 from calculator.memory import phases as memory
-from calculator.memory.engine import BLOCK_SIZE_TOKENS
+from calculator.memory.context import Context
+from calculator.memory.context import build_context as memory_context
+from calculator.memory.engine import max_concurrent_sequences
+from calculator.names import Role
 from calculator.report.models import (
     HardwareInfo,
     ModelInfo,
@@ -16,10 +18,10 @@ from calculator.report.models import (
     RolloutOut,
 )
 from calculator.report.warnings import collect_warnings
-from calculator.resolve import batching
-from calculator.resolve.architectures import model_name, resolve_architectures
+from calculator.resolve.architectures import model_name
+from calculator.resolve.resolved import resolve
 from calculator.timing.step import step_time
-from calculator.units import GIB_BYTES, ceil_div
+from calculator.units import GIB_BYTES
 from calculator.verl.checks import check_config
 
 
@@ -37,56 +39,42 @@ def _phase_out(p: PhaseMemory) -> PhaseOut:
     )
 
 
-def build_context(s: Scenario) -> memory.Context:
-    actor, critic, reward = resolve_architectures(s)
-    return memory.build_context(s, get_gpu(s.hardware.gpu), actor, critic, reward)
+def build_context(s: Scenario) -> Context:
+    """The memory model's context of ``s``: the scenario resolved once, with role sizes and engine budgets."""
+    return memory_context(resolve(s))
 
 
-def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list[str] | None = None) -> Report:
-    """Memory per phase, peak, rollout capacity, step time and warnings for one scenario."""
-    s = scenario
-    ctx = build_context(s)
-    gpu = ctx.gpu
-    arch = ctx.actor.arch
-    expected = memory.all_phases(ctx, worst=False)
-    worst = memory.all_phases(ctx, worst=True)
-    usable = gpu.usable_memory_bytes
-    peak = max(expected, key=lambda p: p.total_bytes)
-    wpeak = max(worst, key=lambda p: p.total_bytes)
-    trainer_peak = max(p.trainer_allocated_bytes for p in expected)
+def _concurrency(ctx: Context, seq_len: int) -> int:
+    return max_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, seq_len)
 
-    rb = ctx.rollout
-    ln = batching.lengths(s, worst=False)
-    lw = batching.lengths(s, worst=True)
-    blocks = rb.num_blocks
 
-    def concurrency(seq_len: int) -> int:
-        per_seq_blocks = ceil_div(max(seq_len, 1), BLOCK_SIZE_TOKENS)
-        return min(s.rollout.max_num_seqs, blocks // per_seq_blocks)
-
-    startup_free = memory.startup_free_bytes(ctx)
-    required = int(usable * s.rollout.gpu_memory_utilization)
-    starts = memory.engine_starts(ctx)
-    rollout = RolloutOut(
-        engine=s.rollout.name,
-        num_replicas=batching.rollout_replicas(s),
+def rollout_out(ctx: Context) -> RolloutOut:
+    r, rb = ctx.r, ctx.rollout
+    return RolloutOut(
+        engine=r.rollout.engine,
+        num_replicas=r.num_replicas,
         kv_cache_gib_per_gpu=max(0, rb.kv_cache_bytes) / GIB_BYTES,
         kv_cache_tokens_per_replica=rb.kv_tokens,
-        max_concurrent_sequences_per_replica=concurrency(ln.sequence),
-        max_concurrent_sequences_per_replica_at_max_len=concurrency(lw.sequence),
-        sequences_per_replica=batching.sequences_per_replica(s),
+        max_concurrent_sequences_per_replica=_concurrency(ctx, r.lengths.sequence),
+        max_concurrent_sequences_per_replica_at_max_len=_concurrency(ctx, r.worst_lengths.sequence),
+        sequences_per_replica=r.sequences_per_replica,
         budget_gib_per_gpu=rb.budget_bytes / GIB_BYTES,
         weights_gib_per_gpu=rb.weights_bytes / GIB_BYTES,
         activation_gib_per_gpu=rb.activation_bytes / GIB_BYTES,
         non_torch_gib_per_gpu=rb.non_torch_bytes / GIB_BYTES,
         cuda_graphs_gib_per_gpu=rb.cuda_graph_bytes / GIB_BYTES,
-        startup_free_gib=startup_free / GIB_BYTES,
-        startup_required_gib=required / GIB_BYTES,
-        starts=starts,
+        startup_free_gib=memory.startup_free_bytes(ctx) / GIB_BYTES,
+        startup_required_gib=memory.startup_required_bytes(ctx) / GIB_BYTES,
+        starts=memory.engine_starts(ctx),
         formulas=rb.formulas,
     )
-    phases_out = [_phase_out(p) for p in expected]
-    peak_out = PeakOut(
+
+
+def peak_out(ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], starts: bool) -> PeakOut:
+    usable = ctx.gpu.usable_memory_bytes
+    peak = max(expected, key=lambda p: p.total_bytes)
+    wpeak = max(worst, key=lambda p: p.total_bytes)
+    return PeakOut(
         phase=peak.name,
         gib_per_gpu=peak.total_bytes / GIB_BYTES,
         fits=peak.total_bytes <= usable and starts,
@@ -94,43 +82,57 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         worst_case_gib_per_gpu=wpeak.total_bytes / GIB_BYTES,
         worst_case_phase=wpeak.name,
         worst_case_fits=wpeak.total_bytes <= usable and starts,
-        trainer_peak_allocated_gib=trainer_peak / GIB_BYTES,
-        usable_memory_gib=gpu.usable_memory_gib,
+        trainer_peak_allocated_gib=max(p.trainer_allocated_bytes for p in expected) / GIB_BYTES,
+        usable_memory_gib=ctx.gpu.usable_memory_gib,
     )
-    time = step_time(s, ctx) if with_time else None
-    warnings = list(extra_warnings or []) + collect_warnings(s, ctx, expected, worst, rollout, peak_out)
-    warnings += [f"verl: {p.message}" for p in check_config(s)]
+
+
+def _model_info(ctx: Context) -> ModelInfo:
+    arch = ctx.actor.arch
+    return ModelInfo(
+        name=model_name(ctx.s),
+        total_params=arch.total_params(),
+        active_params=arch.active_params(),
+        kv_cache_bytes_per_token=arch.kv_cache_bytes_per_token(ctx.r.rollout.kv_dtype_bytes),
+    )
+
+
+def _hardware_info(ctx: Context) -> HardwareInfo:
+    hw, gpu = ctx.s.hardware, ctx.gpu
+    return HardwareInfo(
+        gpu=gpu.id,
+        usable_memory_gib=gpu.usable_memory_gib,
+        num_gpus=hw.num_gpus,
+        gpus_per_node=hw.gpus_per_node,
+        gpu_name=gpu.name,
+        num_nodes=hw.num_nodes,
+    )
+
+
+def _roles(ctx: Context) -> list[str]:
+    r = ctx.r
+    present = {Role.REF: r.has_separate_ref, Role.CRITIC: r.has_critic, Role.REWARD: r.has_reward_model}
+    return [Role.ACTOR, Role.ROLLOUT] + [role for role, on in present.items() if on]
+
+
+def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list[str] | None = None) -> Report:
+    """Memory per phase, peak, rollout capacity, step time and warnings for one scenario."""
+    ctx = build_context(scenario)
+    expected = memory.all_phases(ctx, worst=False)
+    worst = memory.all_phases(ctx, worst=True)
+    rollout = rollout_out(ctx)
+    peak = peak_out(ctx, expected, worst, rollout.starts)
+    warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
+    warnings += [f"verl: {p.message}" for p in check_config(ctx.r)]
     return Report(
-        model=ModelInfo(
-            name=model_name(s),
-            total_params=arch.total_params(),
-            active_params=arch.active_params(),
-            kv_cache_bytes_per_token=arch.kv_cache_bytes_per_token(2 if s.rollout.kv_cache_dtype == "auto" else 1),
-        ),
-        hardware=HardwareInfo(
-            gpu=gpu.id,
-            usable_memory_gib=gpu.usable_memory_gib,
-            num_gpus=s.hardware.num_gpus,
-            gpus_per_node=s.hardware.gpus_per_node,
-            gpu_name=gpu.name,
-            num_nodes=s.hardware.num_nodes,
-        ),
-        phases=phases_out,
-        peak=peak_out,
+        model=_model_info(ctx),
+        hardware=_hardware_info(ctx),
+        phases=[_phase_out(p) for p in expected],
+        peak=peak,
         rollout=rollout,
-        time=time,
+        time=step_time(ctx) if with_time else None,
         warnings=warnings,
-        roles=[
-            r
-            for r in (
-                "actor",
-                "rollout",
-                "ref" if ctx.ref_separate else "",
-                "critic" if ctx.critic else "",
-                "reward" if ctx.reward else "",
-            )
-            if r
-        ],
+        roles=_roles(ctx),
         worst_case_phases=[_phase_out(p) for p in worst],
-        verl_version=s.verl_version,
+        verl_version=scenario.verl_version,
     )

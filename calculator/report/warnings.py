@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from calculator.inputs.scenario import Scenario
-from calculator.memory.phases import Context
+from calculator.memory.context import Context
 from calculator.report.models import PeakOut, PhaseMemory, RolloutOut
-from calculator.units import GIB_BYTES
+from calculator.units import format_gib
 
 NEAR_LIMIT_FRACTION = 0.95  # a phase within 5% of the usable memory
 LOGITS_DOMINANT_FRACTION = 0.25  # logits + entropy above this share of a phase...
@@ -14,12 +13,13 @@ KV_LIMITED_FRACTION = 2  # warn when KV-limited concurrency is below half of wha
 
 
 def _g(b: float) -> str:
-    return f"{b / GIB_BYTES:.1f} GiB"
+    return format_gib(b, 1)
 
 
 def collect_warnings(
-    s: Scenario, ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], rollout: RolloutOut, peak: PeakOut
+    ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], rollout: RolloutOut, peak: PeakOut
 ) -> list[str]:
+    s = ctx.s
     out: list[str] = []
     usable = ctx.gpu.usable_memory_bytes
     rb = ctx.rollout
@@ -33,7 +33,7 @@ def collect_warnings(
             "actor.fsdp_config.param_offload=true."
         )
     # 2. KV cache.
-    max_seq = s.data.max_prompt_length + s.data.max_response_length
+    max_seq = ctx.r.worst_lengths.sequence
     if rb.kv_cache_bytes <= 0:
         out.append(
             f"rollout engine has no memory for the KV cache: budget {_g(rb.budget_bytes)} - weights {_g(rb.weights_bytes)}"

@@ -3,7 +3,7 @@
 verl facts used (0.9.1):
 - A step generates ``gen_batch_size`` (default ``train_batch_size``) prompts x ``rollout.n`` responses;
   ReMax also decodes one greedy baseline per prompt (``verl/trainer/ppo`` remax branch).
-- Training data-parallel size = GPUs / Ulysses SP size; ``ppo_mini_batch_size`` counts prompts, so a
+- Training data-parallel size = GPUs / Ulysses SP size (FSDP) or GPUs / (TP x PP x CP) (Megatron); ``ppo_mini_batch_size`` counts prompts, so a
   mini-batch holds ``ppo_mini_batch_size x n`` sequences split over the DP ranks.
 - Fixed micro-batches: ``*_micro_batch_size_per_gpu`` sequences; with ``use_remove_padding`` the
   tokens are the real (packed) ones, otherwise every sequence is padded to prompt + response max.
@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.inputs.scenario import Scenario
-from calculator.resolve.versions import behaviour
 from calculator.units import ceil_div
 
 
@@ -70,138 +69,46 @@ class PassBatch:
 
 
 def pass_batch(
-    s: Scenario,
     *,
     num_sequences: int,
-    micro_batch_size_per_gpu: int | None,
+    micro_batch_size_per_gpu: int,
     use_dynamic_bsz: bool,
     max_token_len_per_gpu: int,
     sp: int,
+    dp: int,
+    seq_len: int,
+    max_seq_len: int,
     worst: bool,
 ) -> PassBatch:
-    """Size of one micro-batch on one GPU for a pass over ``num_sequences`` sequences."""
-    dp = max(1, s.hardware.num_gpus // sp)
+    """Size of one micro-batch on one GPU for a pass over ``num_sequences`` sequences spread over ``dp``
+    data-parallel ranks; ``seq_len`` is the tokens one sequence occupies (real or padded), ``max_seq_len``
+    the longest possible sequence (prompt + response max)."""
     seqs_per_rank = ceil_div(num_sequences, dp)
-    ln = lengths(s, worst)
-    if not s.model.use_remove_padding:
-        # Padded batches: every sequence occupies prompt + response max tokens.
-        real_len = s.data.max_prompt_length + s.data.max_response_length
-    else:
-        real_len = ln.sequence
     if use_dynamic_bsz:
         budget = max_token_len_per_gpu * sp
-        tokens_on_rank = seqs_per_rank * real_len
+        tokens_on_rank = seqs_per_rank * seq_len
         count = max(1, ceil_div(tokens_on_rank, budget))
         count = min(count, seqs_per_rank) if seqs_per_rank else 1
-        per_micro = max(real_len, ceil_div(tokens_on_rank, count)) if seqs_per_rank else 0
+        per_micro = max(seq_len, ceil_div(tokens_on_rank, count)) if seqs_per_rank else 0
         if worst:
             # Upper bound: verl raises the micro-batch count until every balanced partition fits the budget,
             # so a micro-batch can hold up to the budget, and never less than one whole longest sequence.
-            max_len = s.data.max_prompt_length + s.data.max_response_length
-            per_micro = max(max_len, min(budget, seqs_per_rank * max_len))
+            per_micro = max(max_seq_len, min(budget, seqs_per_rank * max_seq_len))
         desc = (
-            f"dynamic batch: {seqs_per_rank} seqs x {real_len} tok on a DP rank = {tokens_on_rank} tok, "
+            f"dynamic batch: {seqs_per_rank} seqs x {seq_len} tok on a DP rank = {tokens_on_rank} tok, "
             f"split into ceil({tokens_on_rank} / ({max_token_len_per_gpu} x sp {sp})) = {count} micro-batches"
         )
         return PassBatch(ceil_div(per_micro, sp), count, seqs_per_rank, desc)
-    micro = micro_batch_size_per_gpu or 1
-    micro = min(micro, max(1, seqs_per_rank))
+    micro = min(micro_batch_size_per_gpu, max(1, seqs_per_rank))
     count = max(1, ceil_div(seqs_per_rank, micro))
-    desc = f"{micro} seqs x {real_len} tok per micro-batch" + (f" / sp {sp}" if sp > 1 else "")
-    return PassBatch(ceil_div(micro * real_len, sp), count, seqs_per_rank, desc)
-
-
-def actor_update_batch(s: Scenario, worst: bool) -> PassBatch:
-    """One micro-batch of update_actor (the mini-batch is ppo_mini_batch_size x n sequences)."""
-    a = s.actor
-    mini_seqs = min(a.ppo_mini_batch_size, s.data.train_batch_size) * s.rollout.n
-    return pass_batch(
-        s,
-        num_sequences=mini_seqs,
-        micro_batch_size_per_gpu=a.ppo_micro_batch_size_per_gpu,
-        use_dynamic_bsz=a.use_dynamic_bsz,
-        max_token_len_per_gpu=a.ppo_max_token_len_per_gpu,
-        sp=a.ulysses_sequence_parallel_size,
-        worst=worst,
-    )
-
-
-def old_log_prob_batch(s: Scenario, worst: bool) -> PassBatch:
-    r, a = s.rollout, s.actor
-    dyn = a.use_dynamic_bsz if r.log_prob_use_dynamic_bsz is None else r.log_prob_use_dynamic_bsz
-    return pass_batch(
-        s,
-        num_sequences=num_sequences_trained(s),
-        micro_batch_size_per_gpu=r.log_prob_micro_batch_size_per_gpu or a.ppo_micro_batch_size_per_gpu,
-        use_dynamic_bsz=dyn,
-        max_token_len_per_gpu=r.log_prob_max_token_len_per_gpu or a.ppo_max_token_len_per_gpu,
-        sp=a.ulysses_sequence_parallel_size,
-        worst=worst,
-    )
-
-
-def ref_log_prob_batch(s: Scenario, worst: bool) -> PassBatch:
-    r, a = s.ref, s.actor
-    dyn = a.use_dynamic_bsz if r.log_prob_use_dynamic_bsz is None else r.log_prob_use_dynamic_bsz
-    return pass_batch(
-        s,
-        num_sequences=num_sequences_trained(s),
-        micro_batch_size_per_gpu=r.log_prob_micro_batch_size_per_gpu
-        or s.rollout.log_prob_micro_batch_size_per_gpu
-        or a.ppo_micro_batch_size_per_gpu,
-        use_dynamic_bsz=dyn,
-        max_token_len_per_gpu=r.log_prob_max_token_len_per_gpu or a.ppo_max_token_len_per_gpu,
-        sp=r.ulysses_sequence_parallel_size or a.ulysses_sequence_parallel_size,
-        worst=worst,
-    )
+    desc = f"{micro} seqs x {seq_len} tok per micro-batch" + (f" / sp {sp}" if sp > 1 else "")
+    return PassBatch(ceil_div(micro * seq_len, sp), count, seqs_per_rank, desc)
 
 
 # verl 0.9.1's V1 trainer builds the critic engine with EngineConfig.use_dynamic_bsz = True and only
 # critic.ppo_infer_max_token_len_per_gpu (dataclass default 32768) as its budget; the critic's micro-batch and
 # ppo_max_token_len settings are validated but unused (verl/trainer/ppo/v1/trainer_base.py _setup).
 CRITIC_V1_TOKEN_BUDGET = 32768
-
-
-def critic_v1(s: Scenario) -> bool:
-    return behaviour(s.verl_version).critic_always_dynamic
-
-
-def critic_dynamic(s: Scenario) -> bool:
-    c = s.critic
-    if critic_v1(s):
-        return True
-    return s.actor.use_dynamic_bsz if c.use_dynamic_bsz is None else c.use_dynamic_bsz
-
-
-def critic_update_batch(s: Scenario, worst: bool) -> PassBatch:
-    c = s.critic
-    mini = c.ppo_mini_batch_size or s.actor.ppo_mini_batch_size
-    return pass_batch(
-        s,
-        num_sequences=min(mini, s.data.train_batch_size) * s.rollout.n,
-        micro_batch_size_per_gpu=c.ppo_micro_batch_size_per_gpu or s.actor.ppo_micro_batch_size_per_gpu,
-        use_dynamic_bsz=critic_dynamic(s),
-        max_token_len_per_gpu=CRITIC_V1_TOKEN_BUDGET if critic_v1(s) else c.ppo_max_token_len_per_gpu,
-        sp=c.ulysses_sequence_parallel_size,
-        worst=worst,
-    )
-
-
-def critic_values_batch(s: Scenario, worst: bool) -> PassBatch:
-    c = s.critic
-    return pass_batch(
-        s,
-        num_sequences=num_sequences_trained(s),
-        micro_batch_size_per_gpu=c.forward_micro_batch_size_per_gpu
-        or c.ppo_micro_batch_size_per_gpu
-        or s.actor.ppo_micro_batch_size_per_gpu,
-        use_dynamic_bsz=critic_dynamic(s),
-        max_token_len_per_gpu=CRITIC_V1_TOKEN_BUDGET
-        if critic_v1(s)
-        else (c.forward_max_token_len_per_gpu or c.ppo_max_token_len_per_gpu),
-        sp=c.ulysses_sequence_parallel_size,
-        worst=worst,
-    )
 
 
 def rollout_replicas(s: Scenario) -> int:

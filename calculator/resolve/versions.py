@@ -73,6 +73,13 @@ class VersionBehaviour(BaseModel):
         description="The critic engine ignores critic.use_dynamic_bsz / micro-batch sizes and packs "
         "critic.ppo_infer_max_token_len_per_gpu (32768) tokens per micro-batch (0.9.1 V1 trainer)."
     )
+    ref_forward_streams_weights: bool = Field(
+        default=True,
+        description="The FSDP reference forward streams its fp32 shards from CPU over PCIe on every pass (the "
+        "forward-only engine's forced CPU offload). False (0.6/0.7): the step-time model charges that stream only "
+        "with ref.fsdp_config.param_offload; an assumption carried over from the first throughput model, not "
+        "re-checked against the legacy worker.",
+    )
     notes: str = ""
     sources: tuple[str, ...] = ()
 
@@ -145,6 +152,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
     ),
     "0.7": VersionBehaviour(
         version="0.7",
+        ref_forward_streams_weights=False,
         worker_impl="legacy",
         ref_on_gpu_bf16=False,
         logits_fp32=False,
@@ -170,6 +178,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
     ),
     "0.6": VersionBehaviour(
         version="0.6",
+        ref_forward_streams_weights=False,
         worker_impl="legacy",
         ref_on_gpu_bf16=False,
         logits_fp32=False,

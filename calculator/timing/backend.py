@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
-from calculator.memory.phases import Context
+from calculator.inputs.scenario import MegatronSection, Scenario
+from calculator.memory.context import Context
 from calculator.memory.training import shard_size
 from calculator.model.architecture import Architecture
 from calculator.model.roles import RoleModel, lora_params
 from calculator.resolve.batching import PassBatch
+from calculator.resolve.roles import TrainerPlan
 from calculator.timing.flops import (
     FULL_RECOMPUTE,
     NO_RECOMPUTE,
@@ -43,37 +44,35 @@ OPTIMIZER_STATES = {"AdamW": 2, "adam": 2, "SGD": 0, "Adafactor": 0}  # moments 
 class TrainingEngine:
     """One model as an engine: which parallelism and offload settings apply to it."""
 
-    def __init__(
-        self, s: Scenario, ctx: Context, role: RoleModel, strategy: str, fsdp: FsdpSection, meg: MegatronSection
-    ) -> None:
-        self.s, self.gpu, self.role, self.strategy, self.fsdp, self.meg = s, ctx.gpu, role, strategy, fsdp, meg
-        self.megatron = strategy == "megatron"
+    def __init__(self, ctx: Context, role: RoleModel, plan: TrainerPlan) -> None:
+        s = ctx.s
+        self.s, self.gpu, self.role, self.plan = s, ctx.gpu, role, plan
+        self.strategy, self.fsdp, self.meg = plan.strategy, plan.fsdp, plan.megatron
+        self.megatron = plan.is_megatron
         g = s.hardware.num_gpus
-        self.n = shard_size(fsdp, g)
+        self.n = shard_size(plan.fsdp, g)
         self.params = role.num_params
         self.trainable = (
             lora_params(role.arch, s.model.lora_rank, s.model.target_modules)
             if s.model.lora_rank and role.name == "actor"
             else self.params
         )
-        self.mb = dtype_bytes(fsdp.model_dtype)
+        self.mb = dtype_bytes(plan.fsdp.model_dtype)
         # Share of the parameters in the root unit plus one decoder layer (FSDP pipeline fill, ``fsdp_io``).
         self.edge = min(1.0, (role.root_params + role.largest_layer_params) / max(role.num_params, 1))
-        self.cpu_policy = strategy == "fsdp2" and fsdp.offload_policy
+        self.cpu_policy = plan.cpu_offload_policy
+        self.dp = plan.dp
+        self.p_off, self.o_off = plan.param_offload, plan.optimizer_offload
         if self.megatron:
-            m = meg
+            m = plan.megatron
             expert = role.arch.num_moe_layers * role.arch.num_experts * role.arch.expert_params()
             etp = m.expert_tensor_parallel_size or m.tensor_model_parallel_size
             pp = m.pipeline_model_parallel_size
             self.local = (self.params - expert) / (m.tensor_model_parallel_size * pp) + expert / (
                 m.expert_model_parallel_size * etp * pp
             )
-            self.dp = max(1, g // (m.tensor_model_parallel_size * pp * m.context_parallel_size))
-            self.p_off, self.o_off = m.param_offload, m.optimizer_offload
         else:
             self.local = self.params / self.n
-            self.dp = g // max(1, s.actor.ulysses_sequence_parallel_size)
-            self.p_off, self.o_off = fsdp.param_offload, fsdp.optimizer_offload
 
     def offload_seconds(self, *, optimizer: bool) -> float:
         """PCIe time to bring this role's offloaded state in for one phase and put it back."""
@@ -94,15 +93,16 @@ def megatron_micro(s: Scenario, r: TrainingEngine, pb: PassBatch, seq_len: float
     """(mean tokens per micro-batch of one model replica, micro-batches per DP rank): the same micro-batch
     size (or token budget) as ``pb``, over Megatron's DP = GPUs / (TP x PP x CP); the rank's tokens are
     spread over that many micro-batches (the last one is not padded to full size)."""
-    num_seqs = pb.sequences_per_gpu * (s.hardware.num_gpus // max(1, s.actor.ulysses_sequence_parallel_size))
+    num_seqs = pb.sequences_per_gpu * (s.hardware.num_gpus // r.plan.sp)
     seqs = ceil_div(num_seqs, r.dp)
     tokens = max(pb.tokens_per_gpu, 1)
     n = max(1, math.ceil(seqs * seq_len / tokens))
     return seqs * seq_len / n, n
 
 
-def ulysses_seconds(s: Scenario, ctx: Context, role: RoleModel, tokens: float, sp: int, passes: float) -> float:
+def ulysses_seconds(ctx: Context, role: RoleModel, tokens: float, sp: int, passes: float) -> float:
     """Ulysses SP all-to-alls: q, k, v in and the output back, per layer per pass (not overlapped)."""
+    s = ctx.s
     if sp <= 1:
         return 0.0
     a = role.arch
@@ -134,7 +134,6 @@ def host_seconds(s: Scenario, role: RoleModel, passes: float, layers: float | No
 
 
 def megatron_pass(
-    s: Scenario,
     ctx: Context,
     r: TrainingEngine,
     pb: PassBatch,
@@ -147,6 +146,7 @@ def megatron_pass(
     recomputed share of a forward). Per micro-batch and pipeline stage: compute at ``mfu`` x the GEMM
     efficiency of its tokens / CP, TP/EP collectives (exposed), and the host time of issuing the stage's
     layers where it exceeds the two (the GPU runs behind the CPU)."""
+    s = ctx.s
     m, a = r.meg, r.role.arch
     tp, pp, cp, ep = (
         m.tensor_model_parallel_size,
@@ -183,13 +183,14 @@ class FsdpIo(NamedTuple):
     fill: float
 
 
-def fsdp_io(s: Scenario, ctx: Context, r: TrainingEngine, *, gathers: int, grads: bool) -> FsdpIo:
+def fsdp_io(ctx: Context, r: TrainingEngine, *, gathers: int, grads: bool) -> FsdpIo:
     """Collectives and host copies per micro-batch of an FSDP role.
 
     Pipeline fill: forward starts with the root unit's all-gather (embedding, final norm, LM head; verl wraps
     each decoder layer as its own unit) and layer 0's, before any compute; backward ends with layer 0's and
     the root's reduce-scatters, after the last compute. So (root + one layer) / params of one gather and of
     the gradient traffic are exposed per micro-batch, however long the compute (``TrainingEngine.edge``)."""
+    s = ctx.s
     coll = collective_bytes_per_s(s, ctx.gpu, r.n)
     one_gather = r.params * 2 * ring_fraction(r.n) / coll  # bf16 all-gather
     comm = gathers * one_gather

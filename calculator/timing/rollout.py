@@ -50,10 +50,10 @@ cache fills, speculative decoding, engine wake-up/sleep, detokenisation and rule
 from __future__ import annotations
 
 from calculator.inputs.scenario import Scenario
-from calculator.memory.engine import BLOCK_SIZE_TOKENS, CUDA_GRAPH_MAX_CAPTURE, SAMPLER_BYTES_PER_LOGIT, EngineSettings
-from calculator.memory.phases import Context, reward_settings, rollout_settings
+from calculator.memory.context import Context
+from calculator.memory.engine import SAMPLER_BYTES_PER_LOGIT, max_concurrent_sequences
 from calculator.model.architecture import Architecture
-from calculator.resolve import batching
+from calculator.resolve.engines import EngineSettings
 from calculator.timing.flops import (
     PhaseTime,
     attention_flops_per_token,
@@ -67,7 +67,6 @@ from calculator.timing.flops import (
     per_architecture,
     total_params,
 )
-from calculator.units import ceil_div
 
 GRID_POINTS = 24  # positions sampled along the last wave (midpoint rule; within 0.1% of 2000 points)
 ALLREDUCES_PER_LAYER = 2  # after attention (o_proj) and after the MLP (down_proj), Megatron-style TP
@@ -108,13 +107,6 @@ def _expert_params(arch: Architecture) -> int:
     return arch.num_moe_layers * arch.num_experts * arch.expert_params()
 
 
-def graph_top(es: EngineSettings) -> int:
-    """Largest batch vLLM captures as a CUDA graph (``calculator.memory.engine.num_cuda_graphs``); 0 = enforce_eager."""
-    if es.enforce_eager:
-        return 0
-    return min(2 * es.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, es.max_num_batched_tokens)
-
-
 def host_step_seconds(s: Scenario, arch: Architecture) -> float:
     """CPU time to issue one engine step's layers without a CUDA graph (``eager_decode_host_us_per_layer``)."""
     return arch.num_layers * s.efficiency.eager_decode_host_us_per_layer * 1e-6
@@ -133,16 +125,17 @@ def _chunked_forward(
     steps = tokens / m
     slow = gpu_s / gemm_efficiency(s, m) - gpu_s
     per_step = (gpu_s + slow) / steps
-    launch = steps * max(0.0, host_step_seconds(s, arch) - per_step) if m > graph_top(es) else 0.0
+    launch = steps * max(0.0, host_step_seconds(s, arch) - per_step) if m > es.largest_capture else 0.0
     return slow, launch
 
 
 class DecodeStep:
     """Seconds of one decode step of one replica, split into (memory-or-compute, all-reduce, host launch)."""
 
-    def __init__(self, s: Scenario, ctx: Context) -> None:
+    def __init__(self, ctx: Context) -> None:
+        s = ctx.s
         arch = ctx.actor.arch
-        es = rollout_settings(s, arch)
+        es = ctx.r.rollout
         self.arch = arch
         self.tp = es.tp
         self.wbytes = es.weight_bytes_per_param
@@ -162,7 +155,7 @@ class DecodeStep:
             ALLREDUCES_PER_LAYER * arch.num_layers * 2 * (self.tp - 1) / self.tp * arch.hidden_size * 2 / self.nvlink
         )
         # Batches above the largest captured size (every batch with enforce_eager) launch layer by layer.
-        self.graph_top = graph_top(es)
+        self.graph_top = es.largest_capture
         self.host_s = host_step_seconds(s, arch)
 
     def weight_bytes(self, b: float) -> float:
@@ -185,24 +178,23 @@ class DecodeStep:
         return body, comm, launch
 
 
-def concurrency(s: Scenario, ctx: Context) -> int:
+def concurrency(ctx: Context) -> int:
     """Sequences one replica runs at once: KV blocks at the mean lengths, capped by max_num_seqs."""
-    ln = batching.lengths(s, worst=False)
-    per_seq = ceil_div(max(ln.sequence, 1), BLOCK_SIZE_TOKENS)
-    return min(s.rollout.max_num_seqs, ctx.rollout.num_blocks // per_seq)
+    return max_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, ctx.r.lengths.sequence)
 
 
-def rollout_time(s: Scenario, ctx: Context) -> PhaseTime:
+def rollout_time(ctx: Context) -> PhaseTime:
     """Prefill + decode of one replica's share of the step (module docstring)."""
-    step = DecodeStep(s, ctx)
-    ln = batching.lengths(s, worst=False)
+    s = ctx.s
+    step = DecodeStep(ctx)
+    ln = ctx.r.lengths
     prompt, mean_r, top_r = ln.prompt, float(ln.response), float(s.data.max_response_length)
-    seqs = batching.sequences_per_replica(s)
-    c_kv = concurrency(s, ctx)
+    seqs = ctx.r.sequences_per_replica
+    c_kv = concurrency(ctx)
     cap = max(1, c_kv)
     prefill_flops = seqs * prompt * forward_flops_per_token(ctx.actor, prompt)
     prefill_s = prefill_flops / step.flops
-    es = rollout_settings(s, ctx.actor.arch)
+    es = ctx.r.rollout
     prefill_slow, launch_s = _chunked_forward(s, es, ctx.actor.arch, seqs * prompt, prefill_s)
     prefill_s += prefill_slow
 
@@ -237,7 +229,7 @@ def rollout_time(s: Scenario, ctx: Context) -> PhaseTime:
     full_step_ms = sum(step.seconds(wave, steady_ctx)) * 1e3
     note = "" if c_kv > 0 else " KV cache holds no full sequence: time shown for one sequence at a time."
     formula = (
-        f"{batching.rollout_replicas(s)} replicas x TP {step.tp}; {seqs} sequences per replica, "
+        f"{ctx.r.num_replicas} replicas x TP {step.tp}; {seqs} sequences per replica, "
         f"concurrency {c_kv} (KV {ctx.rollout.kv_tokens:,} tokens, max_num_seqs {s.rollout.max_num_seqs}). "
         f"Prefill {seqs} x {prompt} tokens at {s.efficiency.prefill_mfu:.0%} of {step.tp} x "
         f"{ctx.gpu.training_tflops:g} TFLOPS = {fmt_s(prefill_s)}. Decode step at batch {wave}: max(("
@@ -255,7 +247,7 @@ def rollout_time(s: Scenario, ctx: Context) -> PhaseTime:
         + "."
         + note
     )
-    flops_total = prefill_flops * batching.rollout_replicas(s)
+    flops_total = prefill_flops * ctx.r.num_replicas
     return PhaseTime(
         terms=terms,
         formula=formula,
@@ -264,17 +256,19 @@ def rollout_time(s: Scenario, ctx: Context) -> PhaseTime:
     )
 
 
-def reward_time(s: Scenario, ctx: Context) -> PhaseTime:
+def reward_time(ctx: Context) -> PhaseTime:
     """A model reward served by a vLLM engine on the same GPUs: one forward (prefill) over the prompt
     and response of every generated sequence, spread over all GPUs, at ``prefill_mfu``. Left out:
     the engine's wake-up and the CPU scoring around it."""
+    s = ctx.s
     assert ctx.reward is not None
-    ln = batching.lengths(s, worst=False)
-    tokens = batching.num_sequences_generated(s) * ln.sequence
+    ln = ctx.r.lengths
+    tokens = ctx.r.num_sequences_generated * ln.sequence
     flops = tokens * forward_flops_per_token(ctx.reward, ln.sequence)
     rate = peak_flops(ctx.gpu) * s.efficiency.prefill_mfu * s.hardware.num_gpus
     sec = flops / rate
-    es = reward_settings(s, ctx.reward.arch)
+    es = ctx.r.reward
+    assert es is not None
     replicas = max(1, s.hardware.num_gpus // es.tp)
     slow, launch = _chunked_forward(s, es, ctx.reward.arch, tokens / replicas, sec)
     formula = (
@@ -287,7 +281,7 @@ def reward_time(s: Scenario, ctx: Context) -> PhaseTime:
     return PhaseTime(terms=terms, formula=formula, model_flops=flops)
 
 
-def decode_step_seconds(s: Scenario, ctx: Context, batch: int, context_tokens: float) -> float:
+def decode_step_seconds(ctx: Context, batch: int, context_tokens: float) -> float:
     """One decode step of one replica (memory/compute part + TP all-reduce + exposed host launch), for tests
     and the UI."""
-    return sum(DecodeStep(s, ctx).seconds(batch, context_tokens))
+    return sum(DecodeStep(ctx).seconds(batch, context_tokens))

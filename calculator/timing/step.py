@@ -63,15 +63,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from calculator.inputs.scenario import MegatronSection, Scenario
-from calculator.memory import phases as memory
-from calculator.memory.phases import Context
+from calculator.memory.context import Context
 from calculator.model import activations as acts
 from calculator.model.architecture import Architecture
-from calculator.model.roles import RoleModel, lora_params
+from calculator.model.roles import RoleModel, lora_params, policy_role
+from calculator.names import Phase, Role
 from calculator.report.models import TimeOut
-from calculator.resolve import batching
 from calculator.resolve.batching import PassBatch
+from calculator.resolve.roles import TrainerPlan
 from calculator.timing.backend import (
     OPTIMIZER_STEP_TENSORS,
     FsdpIo,
@@ -100,7 +99,6 @@ from calculator.timing.flops import (
     train_flops_per_token,
 )
 from calculator.timing.rollout import reward_time, rollout_time
-from calculator.units import ceil_div
 
 
 @per_architecture
@@ -109,20 +107,13 @@ def _all_layers_saved(arch: Architecture) -> int:
     return acts.all_layers_saved_bytes_per_token(arch)
 
 
-def _seq_len(s: Scenario) -> float:
-    """Tokens per sequence as the trainer sees them: real (packed) or padded to the max lengths."""
-    if s.model.use_remove_padding:
-        return float(batching.lengths(s, worst=False).sequence)
-    return float(s.data.max_prompt_length + s.data.max_response_length)
-
-
-def _micro_tokens(s: Scenario, pb: PassBatch, sp: int) -> float:
+def _micro_tokens(ctx: Context, pb: PassBatch, sp: int) -> float:
     """Mean tokens per micro-batch on one GPU: the rank's real tokens over its micro-batches, split over SP.
     (``PassBatch.tokens_per_gpu`` is the largest micro-batch, which memory needs; a rank with 20 sequences
     in micro-batches of 16 runs 16 + 4, not 2 x 16.)"""
     if not pb.sequences_per_gpu:
         return 0.0
-    return pb.sequences_per_gpu * _seq_len(s) / pb.num_micro_batches / max(sp, 1)
+    return pb.sequences_per_gpu * ctx.r.trained_seq_len / pb.num_micro_batches / max(sp, 1)
 
 
 def _split_io(io: FsdpIo, extra_host: float, t_gpu: float) -> tuple[float, float]:
@@ -138,7 +129,6 @@ def _split_io(io: FsdpIo, extra_host: float, t_gpu: float) -> tuple[float, float
 
 
 def _forward_phase(
-    s: Scenario,
     ctx: Context,
     r: TrainingEngine,
     pb: PassBatch,
@@ -148,23 +138,24 @@ def _forward_phase(
     resident_offload: bool,
 ) -> PhaseTime:
     """A forward-only pass over the whole batch (log-prob, values); ``sp`` = its Ulysses degree."""
-    L = _seq_len(s)
+    s = ctx.s
+    L = float(ctx.r.trained_seq_len)
     fpt = forward_flops_per_token(r.role, L)
     rate = peak_flops(ctx.gpu) * s.efficiency.forward_mfu
-    m = _micro_tokens(s, pb, sp)
+    m = _micro_tokens(ctx, pb, sp)
     tokens_total = m * pb.num_micro_batches * s.hardware.num_gpus
     if r.megatron:
-        terms = megatron_pass(s, ctx, r, pb, L, fpt, s.efficiency.forward_mfu, passes=1)
+        terms = megatron_pass(ctx, r, pb, L, fpt, s.efficiency.forward_mfu, passes=1)
         f = f"Megatron forward: {pb.num_micro_batches} micro-batches/rank of ~{pb.tokens_per_gpu:,} tokens"
     else:
         eff = gemm_efficiency(s, m)
         t_cmp = m * fpt / rate
         t_gpu = t_cmp / eff
-        io = fsdp_io(s, ctx, r, gathers=1, grads=False)
+        io = fsdp_io(ctx, r, gathers=1, grads=False)
         stream = r.params * 4 / r.n / pcie_bytes_per_s(s, ctx.gpu) if stream_fp32 else 0.0
         io = io._replace(fill=io.fill + r.edge * stream)
         comm, host = _split_io(io, stream, t_gpu)
-        a2a = ulysses_seconds(s, ctx, r.role, m, sp, 1)
+        a2a = ulysses_seconds(ctx, r.role, m, sp, 1)
         launch = max(0.0, host_seconds(s, r.role, 1) - (t_gpu + comm + host + a2a))
         n = pb.num_micro_batches
         terms = {
@@ -189,7 +180,6 @@ def _forward_phase(
 
 
 def _update_phase(
-    s: Scenario,
     ctx: Context,
     r: TrainingEngine,
     pb: PassBatch,
@@ -199,15 +189,16 @@ def _update_phase(
     recompute: Recompute,
 ) -> PhaseTime:
     """ppo_epochs x mini-batches of forward + backward + optimizer step."""
-    L = _seq_len(s)
+    s = ctx.s
+    L = float(ctx.r.trained_seq_len)
     executed, model = train_flops_per_token(s, r.role, L, recompute=recompute)
     rate = peak_flops(ctx.gpu) * s.efficiency.train_mfu
     rounds = epochs * num_mini
     passes = 2.0 + recompute.matmul  # forward, backward, and the recomputed share of a forward
-    sp = s.actor.ulysses_sequence_parallel_size if r.role.name == "actor" else s.critic.ulysses_sequence_parallel_size
-    m = _micro_tokens(s, pb, sp)
+    sp = r.plan.sp
+    m = _micro_tokens(ctx, pb, sp)
     if r.megatron:
-        per = megatron_pass(s, ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=passes)
+        per = megatron_pass(ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=passes)
         terms = {k: rounds * v for k, v in per.items()}
         dp_bytes = r.local * (4 + 2) * ring_fraction(r.dp)  # fp32 grad reduce-scatter + bf16 param gather
         terms["dp_comm"] = rounds * dp_bytes / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
@@ -226,7 +217,7 @@ def _update_phase(
         t_cmp = m * executed / rate
         t_gpu = t_cmp / eff
         gathers = 2 if r.fsdp.reshard_after_forward else 1
-        io = fsdp_io(s, ctx, r, gathers=gathers, grads=True)
+        io = fsdp_io(ctx, r, gathers=gathers, grads=True)
         if r.fsdp.use_no_sync_for_gradient_accumulation:  # one reduce-scatter per mini-batch
             rs = r.trainable * 4 * ring_fraction(r.n) / collective_bytes_per_s(s, ctx.gpu, r.n)
             io = io._replace(comm=io.comm + rs / n)
@@ -238,7 +229,7 @@ def _update_phase(
             copy = per_tok * m / pcie_bytes_per_s(s, ctx.gpu)
             fwd_share = forward_flops_per_token(r.role, L) / executed
             act = max(0.0, copy - t_gpu * fwd_share) + max(0.0, copy - t_gpu * (1 - fwd_share))
-        a2a = ulysses_seconds(s, ctx, r.role, m, sp, passes)
+        a2a = ulysses_seconds(ctx, r.role, m, sp, passes)
         dispatch = host_seconds(s, r.role, passes)
         launch = max(0.0, dispatch - (t_gpu + comm + host + act + a2a))
         terms = {
@@ -270,94 +261,80 @@ def _update_phase(
     return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
 
 
-def _actor(s: Scenario, ctx: Context) -> TrainingEngine:
-    return TrainingEngine(s, ctx, ctx.actor, s.actor.strategy, s.actor.fsdp_config, s.actor.megatron)
+def _actor(ctx: Context) -> TrainingEngine:
+    return TrainingEngine(ctx, ctx.actor, ctx.r.actor)
 
 
-def _critic(s: Scenario, ctx: Context) -> TrainingEngine:
-    assert ctx.critic is not None
-    return TrainingEngine(s, ctx, ctx.critic, s.critic.strategy or s.actor.strategy, s.critic.fsdp, s.critic.megatron)
+def _critic(ctx: Context) -> TrainingEngine:
+    assert ctx.critic is not None and ctx.r.critic is not None
+    return TrainingEngine(ctx, ctx.critic, ctx.r.critic)
 
 
-def _old_log_prob(s: Scenario, ctx: Context) -> PhaseTime:
-    pb = batching.old_log_prob_batch(s, False)
-    sp = s.actor.ulysses_sequence_parallel_size
-    return _forward_phase(s, ctx, _actor(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
+def _old_log_prob(ctx: Context) -> PhaseTime:
+    p = ctx.r.passes[Phase.OLD_LOG_PROB]
+    return _forward_phase(ctx, _actor(ctx), p.expected, sp=p.sp, stream_fp32=False, resident_offload=True)
 
 
-def _ref_log_prob(s: Scenario, ctx: Context) -> PhaseTime:
-    pb = batching.ref_log_prob_batch(s, False)
-    sp = s.ref.ulysses_sequence_parallel_size or s.actor.ulysses_sequence_parallel_size
-    if ctx.ref_via_actor or not ctx.ref_separate:  # LoRA: the actor with adapters disabled
-        return _forward_phase(s, ctx, _actor(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
-    ref = RoleModel(
-        "ref",
-        ctx.actor.arch,
-        ctx.actor.num_params,
-        ctx.actor.largest_layer_params,
-        ctx.actor.root_params,
-        ctx.actor.lm_head_vocab,
-    )
-    r = TrainingEngine(s, ctx, ref, s.actor.strategy, s.ref.fsdp_config, s.actor.megatron)
-    if r.megatron:
-        off = (
-            s.ref.megatron_param_offload if s.ref.megatron_param_offload is not None else s.actor.megatron.param_offload
-        )
-        r.p_off, r.o_off = off, False
-        return _forward_phase(s, ctx, r, pb, sp=1, stream_fp32=False, resident_offload=True)
-    stream = s.verl_version not in ("0.6", "0.7") or s.ref.fsdp_config.param_offload
-    r.p_off = r.o_off = False
-    return _forward_phase(s, ctx, r, pb, sp=sp, stream_fp32=stream, resident_offload=False)
+def _ref_log_prob(ctx: Context) -> PhaseTime:
+    """The ref's forward: the actor with adapters off under LoRA; else its own engine, which keeps no optimizer,
+    is forced to CPU offload under FSDP (streams its fp32 shards: ``Resolved.ref_streams_weights``) and stays
+    on the GPU under Megatron unless offloaded."""
+    r = ctx.r
+    p = r.passes[Phase.REF_LOG_PROB]
+    if r.ref is None:  # LoRA: the actor with adapters disabled
+        return _forward_phase(ctx, _actor(ctx), p.expected, sp=p.sp, stream_fp32=False, resident_offload=True)
+    ref = policy_role(Role.REF, ctx.actor.arch)
+    engine = TrainingEngine(ctx, ref, r.ref)
+    if engine.megatron:
+        return _forward_phase(ctx, engine, p.expected, sp=p.sp, stream_fp32=False, resident_offload=True)
+    engine.p_off = False
+    return _forward_phase(ctx, engine, p.expected, sp=p.sp, stream_fp32=r.ref_streams_weights, resident_offload=False)
 
 
-def _critic_values(s: Scenario, ctx: Context) -> PhaseTime:
-    pb = batching.critic_values_batch(s, False)
-    sp = s.critic.ulysses_sequence_parallel_size
-    return _forward_phase(s, ctx, _critic(s, ctx), pb, sp=sp, stream_fp32=False, resident_offload=True)
+def _critic_values(ctx: Context) -> PhaseTime:
+    p = ctx.r.passes[Phase.CRITIC_VALUES]
+    return _forward_phase(ctx, _critic(ctx), p.expected, sp=p.sp, stream_fp32=False, resident_offload=True)
 
 
-def _recompute(ckpt: bool, strategy: str, meg: MegatronSection, role: RoleModel | None) -> Recompute:
+def _recompute(plan: TrainerPlan, role: RoleModel) -> Recompute:
     """FSDP: ``enable_gradient_checkpointing`` recomputes every layer; Megatron: ``recompute_granularity``."""
-    if strategy == "megatron":
-        assert role is not None
-        return megatron_recompute(meg, role.arch)
-    return FULL_RECOMPUTE if ckpt else NO_RECOMPUTE
+    if plan.is_megatron:
+        return megatron_recompute(plan.megatron, role.arch)
+    return FULL_RECOMPUTE if plan.gradient_checkpointing else NO_RECOMPUTE
 
 
-def _update_actor(s: Scenario, ctx: Context) -> PhaseTime:
-    a = s.actor
-    num_mini = ceil_div(s.data.train_batch_size, min(a.ppo_mini_batch_size, s.data.train_batch_size))
+def _update_actor(ctx: Context) -> PhaseTime:
+    r = ctx.r
     return _update_phase(
-        s,
         ctx,
-        _actor(s, ctx),
-        batching.actor_update_batch(s, False),
-        epochs=a.ppo_epochs,
-        num_mini=num_mini,
-        recompute=_recompute(s.model.enable_gradient_checkpointing, s.actor.strategy, s.actor.megatron, ctx.actor),
+        _actor(ctx),
+        r.passes[Phase.UPDATE_ACTOR].expected,
+        epochs=r.actor_update_epochs,
+        num_mini=r.actor_mini_batches,
+        recompute=_recompute(r.actor, ctx.actor),
     )
 
 
-def _update_critic(s: Scenario, ctx: Context) -> PhaseTime:
-    c = s.critic
-    mini = min(c.ppo_mini_batch_size or s.actor.ppo_mini_batch_size, s.data.train_batch_size)
+def _update_critic(ctx: Context) -> PhaseTime:
+    r = ctx.r
+    assert r.critic is not None and ctx.critic is not None
     return _update_phase(
-        s,
         ctx,
-        _critic(s, ctx),
-        batching.critic_update_batch(s, False),
-        epochs=c.ppo_epochs or s.actor.ppo_epochs,
-        num_mini=ceil_div(s.data.train_batch_size, mini),
-        recompute=_recompute(c.enable_gradient_checkpointing, c.strategy or s.actor.strategy, c.megatron, ctx.critic),
+        _critic(ctx),
+        r.passes[Phase.UPDATE_CRITIC].expected,
+        epochs=r.critic_update_epochs,
+        num_mini=r.critic_mini_batches,
+        recompute=_recompute(r.critic, ctx.critic),
     )
 
 
-def _weight_sync(s: Scenario, ctx: Context) -> PhaseTime:
+def _weight_sync(ctx: Context) -> PhaseTime:
     """Full parameters gathered per tensor and pushed through the CUDA-IPC bucket into vLLM."""
-    r = _actor(s, ctx)
+    s = ctx.s
+    r = _actor(ctx)
     p = total_params(ctx.actor.arch)
-    tp_roll = s.rollout.tensor_model_parallel_size
-    wbytes = 1 if s.rollout.quantization == "fp8" else 2
+    tp_roll = ctx.r.rollout.tp
+    wbytes = ctx.r.rollout.weight_bytes_per_param
     if r.megatron:
         group = r.meg.tensor_model_parallel_size * r.meg.pipeline_model_parallel_size
         mb, gather_group = 2, group
@@ -382,32 +359,32 @@ def _weight_sync(s: Scenario, ctx: Context) -> PhaseTime:
     return PhaseTime(terms=terms, formula=f)
 
 
-PHASE_TIMERS: dict[str, Callable[[Scenario, Context], PhaseTime]] = {
-    "rollout": rollout_time,
-    "reward": reward_time,
-    "old_log_prob": _old_log_prob,
-    "ref_log_prob": _ref_log_prob,
-    "critic_values": _critic_values,
-    "update_critic": _update_critic,
-    "update_actor": _update_actor,
-    "weight_sync": _weight_sync,
+PHASE_TIMERS: dict[Phase, Callable[[Context], PhaseTime]] = {
+    Phase.ROLLOUT: rollout_time,
+    Phase.REWARD: reward_time,
+    Phase.OLD_LOG_PROB: _old_log_prob,
+    Phase.REF_LOG_PROB: _ref_log_prob,
+    Phase.CRITIC_VALUES: _critic_values,
+    Phase.UPDATE_CRITIC: _update_critic,
+    Phase.UPDATE_ACTOR: _update_actor,
+    Phase.WEIGHT_SYNC: _weight_sync,
 }
 
 
-def phase_times(s: Scenario, ctx: Context) -> dict[str, PhaseTime]:
-    """PhaseTime of every phase that occurs (``memory.active_phases``), in step order."""
-    return {p: PHASE_TIMERS[p](s, ctx) for p in memory.active_phases(ctx)}
+def phase_times(ctx: Context) -> dict[str, PhaseTime]:
+    """PhaseTime of every phase that occurs (``Resolved.phases``), in step order."""
+    return {p: PHASE_TIMERS[p](ctx) for p in ctx.r.phases}
 
 
-def step_time(s: Scenario, ctx: Context) -> TimeOut:
+def step_time(ctx: Context) -> TimeOut:
     """Seconds per phase, step time, throughput and the actor update's MFU."""
-    times = phase_times(s, ctx)
+    s = ctx.s
+    times = phase_times(ctx)
     phases_s = {p: t.seconds for p, t in times.items()}
     step = sum(phases_s.values())
-    ln = batching.lengths(s, worst=False)
-    tokens = batching.num_sequences_trained(s) * ln.sequence
+    tokens = ctx.r.num_sequences_trained * ctx.r.lengths.sequence
     g = s.hardware.num_gpus
-    upd = times.get("update_actor")
+    upd = times.get(Phase.UPDATE_ACTOR)
     mfu = upd.model_flops / (upd.seconds * peak_flops(ctx.gpu) * g) if upd and upd.seconds else 0.0
     details = {p: t.formula for p, t in times.items()}
     return TimeOut(

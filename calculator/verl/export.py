@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calculator.inputs.scenario import Scenario
-from calculator.model.roles import need_critic
+from calculator.resolve.roles import need_critic
 from calculator.verl.defaults import verl_defaults
 from calculator.verl.fields import (
     _DEFAULTS,

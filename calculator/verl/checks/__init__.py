@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from calculator.inputs.scenario import Scenario
 from calculator.resolve.batching import CRITIC_V1_TOKEN_BUDGET
+from calculator.resolve.resolved import Resolved
 from calculator.verl.checks.algorithm import GROUP_ESTIMATORS_FALLBACK, VLLM_MAX_LORA_RANK, _algorithm_rules
 from calculator.verl.checks.batch import _batch_rules, _dynamic_rules
 from calculator.verl.checks.parallel import _arch, _heads_rules, _parallel_rules
@@ -80,9 +81,9 @@ __all__ = [
 ]
 
 
-def check_config(scenario: Scenario) -> list[ConfigProblem]:
+def check_config(scenario: Scenario | Resolved) -> list[ConfigProblem]:
     """verl 0.9.1's configuration errors (and silent no-ops) for this scenario, errors first."""
-    s = scenario
+    s = scenario.scenario if isinstance(scenario, Resolved) else scenario
     problems = (
         _batch_rules(s) + _dynamic_rules(s) + _heads_rules(s, _arch(s)) + _parallel_rules(s) + _algorithm_rules(s)
     )

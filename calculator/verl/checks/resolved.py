@@ -1,76 +1,79 @@
-"""The settings as verl 0.9.1 resolves them: its interpolations and rlplan's "inherit" Nones.
+"""The resolved settings the config rules read, by the names the rules use.
 
-A None in the Scenario means "inherit" where verl's default is an interpolation (``rollout`` and ``ref``
-``log_prob_use_dynamic_bsz`` follow the actor's, the ref's Ulysses SP follows the actor's). Which roles run
-follows verl ``trainer/ppo/utils.py`` (``need_critic``, ``need_reference_policy``); data-parallel sizes
-follow the engines (FSDP: world / Ulysses SP; Megatron: world / (TP x PP x CP)); ``padded_batch`` follows
-the V1 trainer's batch padding.
+Every value comes from the resolve layer (``calculator.resolve``): the inheritance table
+(``calculator.resolve.inheritance``), the role and engine plans (``calculator.resolve.roles``). Nothing here
+re-states a verl rule; ``padded_batch`` is the V1 trainer's batch padding, used only by the checks.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from calculator.inputs.scenario import Scenario
-from calculator.model.roles import need_critic  # verl trainer/ppo/utils.py need_critic
+from calculator.resolve.inheritance import value
+from calculator.resolve.roles import (
+    actor_trainer,
+    critic_strategy,
+    critic_trainer,
+    megatron_model_parallel,
+    need_critic,
+    ref_trainer,
+)
+from calculator.resolve.roles import need_reference_policy as need_ref
 
+__all__ = [
+    "_actor_sp",
+    "_critic_dynamic_config",
+    "_critic_sp",
+    "_critic_strategy",
+    "_megatron_mp",
+    "_ref_dynamic",
+    "_ref_sp",
+    "_rollout_dynamic",
+    "actor_dp",
+    "critic_dp",
+    "need_critic",
+    "need_ref",
+    "padded_batch",
+]
 
-def need_ref(s: Scenario) -> bool:
-    """verl trainer/ppo/utils.py need_reference_policy (with LoRA the ref is the actor without adapters)."""
-    return s.algorithm.use_kl_in_reward or s.actor.use_kl_loss
+_megatron_mp = megatron_model_parallel
+_critic_strategy = critic_strategy
 
 
 def _rollout_dynamic(s: Scenario) -> bool:
-    r = s.rollout.log_prob_use_dynamic_bsz
-    return s.actor.use_dynamic_bsz if r is None else r
+    return bool(value(s, "rollout.log_prob_use_dynamic_bsz"))
 
 
 def _ref_dynamic(s: Scenario) -> bool:
-    r = s.ref.log_prob_use_dynamic_bsz
-    return s.actor.use_dynamic_bsz if r is None else r
+    return bool(value(s, "ref.log_prob_use_dynamic_bsz"))
 
 
 def _critic_dynamic_config(s: Scenario) -> bool:
-    c = s.critic.use_dynamic_bsz
-    return s.actor.use_dynamic_bsz if c is None else c
+    """The critic's ``use_dynamic_bsz`` as configured (what verl validates; the 0.9.1 V1 trainer then packs
+    dynamically anyway, see ``Resolved.passes``)."""
+    return bool(value(s, "critic.use_dynamic_bsz"))
 
 
 def _actor_sp(s: Scenario) -> int:
-    return 1 if s.actor.strategy == "megatron" else s.actor.ulysses_sequence_parallel_size
+    return actor_trainer(s).sp
 
 
 def _ref_sp(s: Scenario) -> int:
-    if s.actor.strategy == "megatron":
-        return 1
-    return s.ref.ulysses_sequence_parallel_size or s.actor.ulysses_sequence_parallel_size
-
-
-def _critic_strategy(s: Scenario) -> str:
-    return s.critic.strategy or s.actor.strategy
+    return ref_trainer(s).sp
 
 
 def _critic_sp(s: Scenario) -> int:
-    return 1 if _critic_strategy(s) == "megatron" else s.critic.ulysses_sequence_parallel_size
-
-
-def _megatron_mp(m: Any) -> int:
-    return m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size
+    return critic_trainer(s).sp
 
 
 def actor_dp(s: Scenario) -> int:
     """Data-parallel size of the actor engine (FSDP: world / Ulysses SP; Megatron: world / (TP*PP*CP))."""
-    g = s.hardware.num_gpus
-    if s.actor.strategy == "megatron":
-        return max(1, g // _megatron_mp(s.actor.megatron))
-    return max(1, g // _actor_sp(s))
+    return actor_trainer(s).dp
 
 
 def critic_dp(s: Scenario) -> int:
-    g = s.hardware.num_gpus
-    if _critic_strategy(s) == "megatron":
-        return max(1, g // _megatron_mp(s.critic.megatron))
-    return max(1, g // _critic_sp(s))
+    return critic_trainer(s).dp
 
 
 def padded_batch(s: Scenario) -> int:
@@ -79,6 +82,6 @@ def padded_batch(s: Scenario) -> int:
     n = s.rollout.n
     multiple = math.lcm(actor_dp(s), s.actor.ppo_mini_batch_size * n)
     if need_critic(s):
-        multiple = math.lcm(multiple, (s.critic.ppo_mini_batch_size or s.actor.ppo_mini_batch_size) * n)
+        multiple = math.lcm(multiple, value(s, "critic.ppo_mini_batch_size") * n)
     total = s.data.train_batch_size * n
     return -(-total // multiple) * multiple

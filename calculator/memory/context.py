@@ -1,0 +1,115 @@
+"""The memory model's view of a resolved plan: role sizes, training state per role, engine budgets, and what
+the trainer holds when the rollout engine starts.
+
+Everything here is computed once per estimate from :class:`calculator.resolve.resolved.Resolved`; the phase
+walk (``calculator.memory.phases``) and the step-time model read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.inputs.hardware import GpuSpec
+from calculator.inputs.scenario import Scenario
+from calculator.memory.engine import EngineBudget, engine_budget
+from calculator.memory.training import TrainingState, fsdp_state, megatron_state
+from calculator.model.roles import RoleModel, policy_role, value_role
+from calculator.names import Role
+from calculator.resolve.resolved import Resolved
+from calculator.resolve.roles import TrainerPlan
+from calculator.units import GIB_BYTES
+
+
+@dataclass(frozen=True)
+class Context:
+    """A resolved plan with the sizes the memory and time models need."""
+
+    r: Resolved
+    actor: RoleModel
+    critic: RoleModel | None
+    reward: RoleModel | None
+    actor_state: TrainingState
+    critic_state: TrainingState | None
+    ref_state: TrainingState | None  # a separate ref model (None under LoRA or without a ref)
+    rollout: EngineBudget
+    reward_engine: EngineBudget | None
+    startup_trainer_bytes: int  # trainer-side model memory when vLLM starts (before the first step)
+
+    @property
+    def s(self) -> Scenario:
+        return self.r.scenario
+
+    @property
+    def gpu(self) -> GpuSpec:
+        return self.r.gpu
+
+    @property
+    def ref_separate(self) -> bool:
+        return self.r.has_separate_ref
+
+    @property
+    def ref_via_actor(self) -> bool:
+        return self.r.ref_via_actor
+
+    @property
+    def max_model_len(self) -> int:
+        return self.r.rollout.max_model_len
+
+
+def _state(s: Scenario, role: RoleModel, plan: TrainerPlan, trained: bool) -> TrainingState:
+    if plan.is_megatron:
+        return megatron_state(s, role, plan.megatron, trained=trained)
+    return fsdp_state(s, role, plan.fsdp, plan.strategy, trained=trained)
+
+
+def runtime_startup_bytes(r: Resolved) -> int:
+    """CUDA contexts of the trainer and rollout processes and the NCCL buffers, present from startup
+    (outside torch's allocator; the reward model's process is not up yet when the rollout starts)."""
+    ov = r.scenario.overheads
+    procs = r.num_processes - (1 if r.has_reward_model else 0)
+    b = int(procs * ov.cuda_context_gib * GIB_BYTES + ov.trainer_nccl_gib * GIB_BYTES)
+    if r.rollout.tp > 1:
+        b += int(ov.vllm_tp_comm_gib * GIB_BYTES)
+    return b
+
+
+def _startup_trainer_bytes(
+    r: Resolved, actor: TrainingState, critic: TrainingState | None, ref: TrainingState | None
+) -> int:
+    """Trainer memory when the engines start: model params (no optimizer state yet: AdamW creates it lazily at
+    the first step), unless offloaded after init (verl 0.9 ``engine_workers.py`` ``initialize()``)."""
+    startup = 0
+    if not r.actor.params_offloaded_when_idle:
+        startup += actor.params.bytes
+        if r.actor.is_megatron:
+            startup += actor.grads.bytes  # Megatron's grad buffer is allocated at init
+    if critic is not None and r.critic is not None and not r.critic.params_offloaded_when_idle:
+        startup += critic.params.bytes
+    if ref is not None and r.ref_on_gpu:
+        startup += ref.params.bytes
+    return startup
+
+
+def build_context(r: Resolved) -> Context:
+    s = r.scenario
+    actor = policy_role(Role.ACTOR, r.actor_arch)
+    critic = value_role(Role.CRITIC, r.critic_arch or r.actor_arch) if r.critic is not None else None
+    reward = value_role(Role.REWARD, r.reward_arch or r.actor_arch) if r.has_reward_model else None
+    actor_state = _state(s, actor, r.actor, trained=True)
+    critic_state = _state(s, critic, r.critic, trained=True) if critic is not None and r.critic else None
+    ref_state = _state(s, policy_role(Role.REF, r.actor_arch), r.ref, trained=False) if r.ref else None
+    startup = _startup_trainer_bytes(r, actor_state, critic_state, ref_state)
+    usable = r.gpu.usable_memory_bytes
+    rb = engine_budget(
+        r.actor_arch,
+        r.rollout,
+        usable,
+        s.overheads,
+        r.actor_arch.total_params(),
+        trainer_resident_bytes=startup + runtime_startup_bytes(r),
+        graphs_in_budget=r.behaviour.vllm_cudagraph_in_budget,
+    )
+    reward_engine = None
+    if reward is not None and r.reward is not None:
+        reward_engine = engine_budget(reward.arch, r.reward, usable, s.overheads, reward.num_params)
+    return Context(r, actor, critic, reward, actor_state, critic_state, ref_state, rb, reward_engine, startup)

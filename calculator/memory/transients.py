@@ -1,0 +1,181 @@
+"""Transient tensors of the trainer's passes: logits and entropy, activations, gathered FSDP units.
+
+Each builder returns :class:`Component` records whose bytes and formula text come from the same operands.
+Sources are cited per function; the per-layer activation bytes are the ones measured against the real
+transformers modelling code (``calculator.model.activations``).
+"""
+
+from __future__ import annotations
+
+from calculator.memory.context import Context
+from calculator.memory.training import TrainingState
+from calculator.model import activations as act
+from calculator.model.architecture import Architecture
+from calculator.model.roles import RoleModel
+from calculator.report.models import Component
+from calculator.resolve.batching import PassBatch
+from calculator.resolve.roles import TrainerPlan
+
+FUSED_CHUNK_TOKENS = 512  # verl FusedLinearForPPO(chunk_size=512) (utils/experimental/torch_functional.py)
+ENTROPY_CHUNK_TOKENS = 2048  # actor.entropy_from_logits_chunk_size default
+
+
+def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, training: bool) -> list[Component]:
+    s = ctx.s
+    v = ctx.actor.arch.vocab_size
+    out: list[Component] = []
+    temp_copy = s.rollout.temperature != 1.0 and ctx.r.behaviour.temperature_copies_logits
+    if s.model.use_fused_kernels:
+        t = min(tokens, FUSED_CHUNK_TOKENS)
+        out.append(
+            Component(
+                name=f"{role}_logits",
+                role=role,
+                bytes=t * v * 6,
+                formula=f"fused kernel: {t}-token chunk x vocab {v} x (2 B bf16 + 4 B fp32 upcast)",
+            )
+        )
+        if entropy:
+            out.append(
+                Component(
+                    name=f"{role}_entropy",
+                    role=role,
+                    bytes=t * v * 4,
+                    formula=f"fused kernel: {t}-token chunk x vocab {v} x 4 B",
+                )
+            )
+        return out
+    copies = 2 if temp_copy else 1
+    out.append(
+        Component(
+            name=f"{role}_logits",
+            role=role,
+            bytes=tokens * v * 2 * copies,
+            formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)"
+            + (" x 2 (logits / temperature makes a copy)" if temp_copy else ""),
+        )
+    )
+    if entropy:
+        b, f = _entropy_bytes(ctx, tokens, v, training)
+        out.append(Component(name=f"{role}_entropy", role=role, bytes=b, formula=f))
+    return out
+
+
+def _entropy_bytes(ctx: Context, tokens: int, v: int, training: bool) -> tuple[int, str]:
+    """Vocab-sized tensors of verl's entropy (``verl/utils/torch_functional.py`` ``entropy_from_logits``:
+    ``softmax(logits)``, ``logsumexp(logits) - sum(pd * logits)``), as the FSDP engine calls it
+    (``workers/engine/fsdp/transformer_impl.py``):
+
+    - ``use_torch_compile`` (default): the function is ``torch.compile``d; inductor fuses the softmax into the
+      two row reductions, so the forward holds no T x V buffer. In training the backward still produces the
+      entropy's gradient w.r.t. the logits: a bf16 T x V tensor.
+    - eager: ``pd`` (T x V, logits dtype) and ``pd * logits`` (T x V) coexist: 4 B per logit (the 13.91 GiB
+      allocation in verl issue #2828, legacy dp_actor without compile, is this product). In training ``pd`` is
+      saved for backward (2 B) and the backward needs two more T x V bf16 tensors; ``entropy_checkpointing``
+      drops the saved one.
+    - ``entropy_from_logits_with_chunking`` (eager): 2048-token chunks upcast to fp32: chunk x V x 4 B x 3
+      (the fp32 copy, its softmax and the product).
+    """
+    a = ctx.s.actor
+    chunk = min(tokens, ENTROPY_CHUNK_TOKENS)
+    if a.use_torch_compile:
+        if not training:
+            return 0, "torch.compile'd entropy: softmax fused into the reductions, no vocab-sized buffer"
+        return tokens * v * 2, f"backward of the compiled entropy: gradient {tokens} x vocab {v} x 2 B"
+    if a.entropy_from_logits_with_chunking:
+        work, f = chunk * v * 12, f"chunked entropy: {chunk} tokens x vocab {v} x 4 B x 3 (fp32 copy, softmax, product)"
+    else:
+        work, f = tokens * v * 4, f"eager entropy: softmax + product, {tokens} tokens x vocab {v} x 2 B x 2"
+    if not training:
+        return work, f
+    saved = 0 if a.entropy_checkpointing else tokens * v * 2
+    grad = tokens * v * 4
+    text = f"saved softmax {tokens} x {v} x 2 B + " if saved else "entropy_checkpointing: recomputed, "
+    return saved + max(work, grad), text + f"backward working max({f}; gradient {tokens} x {v} x 4 B)"
+
+
+def training_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *, offload: bool) -> Component:
+    """Saved activations of one micro-batch's forward kept for backward, plus the working set.
+    FSDP: per decoder layer (gradient checkpointing keeps each layer's input and recomputes one layer);
+    Megatron: per pipeline stage with the 1F1B micro-batches in flight and its recompute settings."""
+    ckpt, megatron = plan.gradient_checkpointing, plan.is_megatron
+    a = role.arch
+    t = batch.tokens_per_gpu
+    work = act.forward_working_bytes_per_token(a) * t
+    final = act.final_norm_saved_bytes_per_token(a) * t
+    layer = act.max_layer_saved_bytes_per_token(a)
+    if megatron:
+        m = plan.megatron
+        tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
+        split = tp if (m.sequence_parallel and tp > 1) else 1
+        layers_per_stage = -(-a.num_layers // pp)
+        in_flight = min(pp, batch.num_micro_batches)
+        per_layer = act.all_layers_saved_bytes_per_token(a) // a.num_layers
+        inp = act.checkpoint_input_bytes_per_token(a)
+        g, k = m.recompute_granularity, m.recompute_num_layers or 1
+        # Megatron-core activation recompute (override_transformer_config.recompute_*): "full" + "uniform"
+        # checkpoints groups of k layers (keeps each group's input) and recomputes one group at a time;
+        # "full" + "block" recomputes only the first k layers of each stage; "selective" recomputes the
+        # core attention (its output and log-sum-exp are not kept). Megatron's own fused layers differ from
+        # HF's in detail; the per-layer bytes are the HF-measured ones (calculator/model/activations.py).
+        if g == "full" and m.recompute_method == "block":
+            kk = min(k, layers_per_stage)
+            per_stage = kk * inp + (layers_per_stage - kk) * per_layer
+            how = f"block recompute of {kk} layers/stage"
+        elif g == "full":
+            groups = -(-layers_per_stage // k)
+            per_stage = groups * inp + min(k, layers_per_stage) * per_layer // in_flight
+            how = f"uniform recompute in groups of {k}"
+        elif g == "selective":
+            core = 2 * a.attn_out_dim + 4 * a.num_attention_heads
+            per_stage = layers_per_stage * max(per_layer - core, inp)
+            how = "selective (core attention) recompute"
+        else:
+            per_stage = layers_per_stage * per_layer
+            how = "no recompute"
+        saved = per_stage * t * in_flight // (split * cp)
+        return Component(
+            name=f"{role.name}_activations",
+            role=role.name,
+            bytes=saved + work // (split * cp),
+            formula=f"Megatron ({how}): {layers_per_stage} layers/stage x {in_flight} micro-batches in flight (1F1B) x "
+            f"{t} tokens / (SP {split} x CP {cp}) + working set",
+        )
+    if ckpt:
+        kept = 2 if offload else a.num_layers
+        inputs = kept * act.checkpoint_input_bytes_per_token(a) * t
+        b = inputs + layer * t + final + work
+        f = (
+            f"checkpointing: {kept} layer inputs x {2 * a.hidden_size} B x {t} tokens"
+            + (" (activation offload keeps 2 layer groups)" if offload else "")
+            + f" + one recomputed layer {layer} B/token x {t} + final norm {final // max(t, 1)} B/token + working set"
+        )
+    else:
+        if offload:
+            saved = 2 * layer * t
+            f = f"activation offload: 2 layers x {layer} B/token x {t} tokens + final norm + working set"
+        else:
+            saved = act.all_layers_saved_bytes_per_token(a) * t
+            f = f"no checkpointing: {a.num_layers} layers x {layer} B/token x {t} tokens + final norm + working set"
+        b = saved + final + work
+    return Component(name=f"{role.name}_activations", role=role.name, bytes=b, formula=f)
+
+
+def forward_activations(role_name: str, arch: Architecture, tokens: int) -> Component:
+    per = act.forward_working_bytes_per_token(arch)
+    return Component(
+        name=f"{role_name}_activations",
+        role=role_name,
+        bytes=per * tokens,
+        formula=f"forward only: live set of one layer {per} B/token x {tokens} tokens",
+    )
+
+
+def gathered(role_name: str, st: TrainingState) -> list[Component]:
+    if not st.gathered.bytes:
+        return []
+    return [
+        Component(
+            name=f"{role_name}_unsharded_params", role=role_name, bytes=st.gathered.bytes, formula=st.gathered.formula
+        )
+    ]

@@ -1,0 +1,91 @@
+"""The inference engines' settings as verl starts them (policy rollout and the reward model).
+
+verl 0.9.1 facts used (``workers/rollout/vllm_rollout``, ``workers/config/rollout.py``):
+- ``max_model_len``: the configured one, else the model's ``max_position_embeddings``, never below
+  prompt + response (verl passes ``max_model_len or max_position_embeddings`` to vLLM).
+- weights in fp8 when ``rollout.quantization=fp8`` (1 B/param), bf16 otherwise; KV in fp8 when
+  ``kv_cache_dtype=fp8``, else the model dtype (2 B).
+- vLLM captures CUDA graphs for batch sizes up to ``min(2 x max_num_seqs, 512, max_num_batched_tokens)``
+  (``vllm/config/vllm.py``); the profile forward runs over ``max_num_batched_tokens`` tokens, or
+  ``max(max_num_batched_tokens, max_model_len)`` with chunked prefill off (``vllm/v1/worker/gpu_model_runner.py``
+  ``profile_run``: one dummy batch of the scheduler's token budget, which without chunked prefill must hold a
+  whole ``max_model_len`` prompt).
+- The reward model's engine (``reward_model.rollout``) always runs vLLM with chunked prefill, bf16 weights and KV.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.inputs.scenario import Scenario
+from calculator.model.architecture import Architecture
+
+CUDA_GRAPH_MAX_CAPTURE = 512  # vllm/config/vllm.py: min(2 x max_num_seqs, 512, max_num_batched_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """The settings of one inference engine (policy rollout or reward model), resolved."""
+
+    engine: str  # "vllm" | "sglang"
+    tp: int
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    enable_chunked_prefill: bool
+    enforce_eager: bool
+    weight_bytes_per_param: int
+    kv_dtype_bytes: int
+
+    @property
+    def capture_limit(self) -> int:
+        """Largest batch size vLLM would capture in a CUDA graph with graphs on."""
+        return min(2 * self.max_num_seqs, CUDA_GRAPH_MAX_CAPTURE, self.max_num_batched_tokens)
+
+    @property
+    def largest_capture(self) -> int:
+        """Largest batch size captured in a CUDA graph (0 with ``enforce_eager``: nothing is captured)."""
+        return 0 if self.enforce_eager else self.capture_limit
+
+    @property
+    def profile_tokens(self) -> int:
+        """Tokens of vLLM's profiling forward (the activation peak it reserves)."""
+        if self.enable_chunked_prefill:
+            return self.max_num_batched_tokens
+        return max(self.max_num_batched_tokens, self.max_model_len)
+
+
+def rollout_engine(s: Scenario, arch: Architecture) -> EngineSettings:
+    r = s.rollout
+    max_len = r.max_model_len or max(
+        arch.max_position_embeddings, s.data.max_prompt_length + s.data.max_response_length
+    )
+    return EngineSettings(
+        engine=r.name,
+        tp=r.tensor_model_parallel_size,
+        gpu_memory_utilization=r.gpu_memory_utilization,
+        max_num_batched_tokens=r.max_num_batched_tokens,
+        max_num_seqs=r.max_num_seqs,
+        max_model_len=max_len,
+        enable_chunked_prefill=r.enable_chunked_prefill,
+        enforce_eager=r.enforce_eager,
+        weight_bytes_per_param=1 if r.quantization == "fp8" else 2,
+        kv_dtype_bytes=1 if r.kv_cache_dtype == "fp8" else 2,
+    )
+
+
+def reward_engine(s: Scenario) -> EngineSettings:
+    r = s.reward_model.rollout
+    return EngineSettings(
+        engine="vllm",
+        tp=r.tensor_model_parallel_size,
+        gpu_memory_utilization=r.gpu_memory_utilization,
+        max_num_batched_tokens=r.max_num_batched_tokens,
+        max_num_seqs=r.max_num_seqs,
+        max_model_len=s.data.max_prompt_length + s.data.max_response_length,
+        enable_chunked_prefill=True,
+        enforce_eager=r.enforce_eager,
+        weight_bytes_per_param=2,
+        kv_dtype_bytes=2,
+    )

@@ -14,11 +14,11 @@ from typing import Any
 
 import streamlit as st
 
+from calculator import ALGORITHMS, model_families
 from ui import keys, state, text
 from ui.fields import FieldSpec, coerce, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
-from ui.model_size import families
-from ui.options import ALGORITHMS, gpu_ids, gpu_label, model_ids, model_label
+from ui.options import gpu_ids, gpu_label, model_ids, model_label
 
 PERSIST = "session"  # widget values survive page switches and hidden widgets
 MAX_TEXT_CHARS = 200  # one-line text inputs (a model size, a name): they travel in the page's URL
@@ -239,7 +239,7 @@ def _model_inputs(errors: dict[str, list[str]], model_note: str) -> None:
             "a" in str(ss.get(keys.MODEL_SIZE, "")).lower().replace("dense", "")
             or "moe" in str(ss.get(keys.MODEL_SIZE, "")).lower()
         )
-        fams = families(moe) or families(False)
+        fams = model_families(moe) or model_families(False)
         if ss.get(keys.MODEL_SIZE_FAMILY) not in fams:
             ss[keys.MODEL_SIZE_FAMILY] = fams[0]
         c2.selectbox(tr(L, "input.model_family"), fams, key=keys.MODEL_SIZE_FAMILY, persist_state=PERSIST)

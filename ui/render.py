@@ -10,10 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculator.inputs.scenario import Scenario
-from calculator.planning.advisor import Advice, advise
-from calculator.report.models import Report
-from calculator.verl.checks import check_config
+from calculator import Advice, Report, Scenario, advise, check_config
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.text import md, md_lines

@@ -13,11 +13,11 @@ from streamlit.testing.v1 import AppTest
 from calculator import estimate, load_scenario
 from calculator.errors import InputError
 from calculator.inputs.presets import get_model, scenario_presets
+from calculator.model.sizes import approximate_model, parse_size
 from ui import keys
 from ui.fields import field, widget_fields
 from ui.i18n import STRINGS, ZH_HELP, english_help, tr
 from ui.inputs import SECTIONS
-from ui.model_size import approximate_model, parse_size
 from ui.state import DEFAULT_PRESET
 
 ROOT = Path(__file__).resolve().parent.parent

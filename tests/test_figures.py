@@ -12,10 +12,10 @@ import yaml
 
 from calculator import estimate, load_scenario
 from calculator.inputs.presets import scenario_presets
+from calculator.model.sizes import approximate_model, parse_size
 from calculator.report.models import Report
 from ui import export, figures, summary
 from ui.fields import all_fields, decode_value, encode_value, scenario_flat
-from ui.model_size import approximate_model, parse_size
 
 PRESET = "qwen2.5-7b-grpo-8xh100"
 
@@ -226,7 +226,7 @@ def test_approximate_model_is_close_and_labelled(text: str) -> None:
 
 
 def test_pure_modules_do_not_import_streamlit() -> None:
-    code = "import sys, ui.figures, ui.summary, ui.fields, ui.model_size, ui.i18n; print('streamlit' in sys.modules)"
+    code = "import sys, ui.figures, ui.summary, ui.fields, ui.options, ui.i18n; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

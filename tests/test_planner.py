@@ -20,16 +20,13 @@ from calculator.cli.main import main
 from calculator.inputs.presets import gpu_presets
 from calculator.inputs.scenario import Scenario
 from calculator.planning.fit import batch_geometry_problem, fit_check, parallel_problem
-from calculator.planning.planner import (
-    PlanTableRow,
-    cluster_overrides,
-    plan_table,
-    plan_to_csv,
-    plan_to_markdown,
-    size_table,
-    size_table_to_markdown,
-)
-from calculator.planning.search import GpuSearch, Knobs, gpu_count_ladder, search_gpu, selection_key
+from calculator.planning.formats import plan_to_csv, plan_to_markdown
+from calculator.planning.recommend import search_gpu, selection_key
+from calculator.planning.search import GpuSearch
+from calculator.planning.settings import cluster_overrides
+from calculator.planning.size_table import size_table, size_table_to_markdown
+from calculator.planning.space import Knobs, gpu_count_ladder
+from calculator.planning.table import PlanTableRow, plan_table
 from calculator.verl import native_to_verl, native_to_verl_items, verl_to_native
 from tests.strategies import scenario_dicts
 

@@ -17,9 +17,7 @@ from typing import Any, Literal
 import annotated_types
 from pydantic import BaseModel
 
-from calculator.errors import InputError
-from calculator.inputs.presets import read_json_text, read_yaml_text
-from calculator.inputs.scenario import Scenario
+from calculator import InputError, Scenario, read_json_text, read_yaml_text
 
 Kind = Literal["bool", "int", "float", "choice", "str", "dict"]
 

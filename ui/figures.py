@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from calculator.report.models import PhaseOut, Report
+from calculator import PhaseOut, Report
 from ui.i18n import tr, tr_or
 
 _BLUES = ("#08306b", "#08519c", "#2171b5", "#4292c6", "#6baed6", "#9ecae1", "#c6dbef")

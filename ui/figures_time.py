@@ -15,8 +15,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from calculator.planning.tradeoff import TradeoffPoint, pareto_front
-from calculator.report.models import Report
+from calculator import Report, TradeoffPoint, pareto_front
 
 PHASE_ORDER = (
     "rollout",

@@ -6,6 +6,7 @@ languages. Field labels and help texts live in ``ui/i18n_fields.py``.
 
 from __future__ import annotations
 
+from ui.fields import field
 from ui.i18n_fields import EXTRA_HELP_EN, LEAF_LABELS, PATH_LABELS, ZH_HELP
 
 LANGS = ("en", "zh")
@@ -640,8 +641,6 @@ def field_label(lang: str, path: str) -> str:
 
 
 def english_help(path: str) -> str:
-    from ui.fields import field
-
     spec = field(path)
     return (spec.description if spec is not None and spec.description else "") or EXTRA_HELP_EN.get(path, "")
 

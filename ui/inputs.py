@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import streamlit as st
 
+from calculator import ALGORITHMS, model_families
 from ui import keys, state, text
 from ui.fields import FieldSpec, coerce, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
-from ui.model_size import families
-from ui.options import ALGORITHMS, gpu_ids, gpu_label, model_ids, model_label
+from ui.options import gpu_ids, gpu_label, model_ids, model_label
 
 PERSIST = "session"  # widget values survive page switches and hidden widgets
 MAX_TEXT_CHARS = 200  # one-line text inputs (a model size, a name): they travel in the page's URL
@@ -239,7 +239,7 @@ def _model_inputs(errors: dict[str, list[str]], model_note: str) -> None:
             "a" in str(ss.get(keys.MODEL_SIZE, "")).lower().replace("dense", "")
             or "moe" in str(ss.get(keys.MODEL_SIZE, "")).lower()
         )
-        fams = families(moe) or families(False)
+        fams = model_families(moe) or model_families(False)
         if ss.get(keys.MODEL_SIZE_FAMILY) not in fams:
             ss[keys.MODEL_SIZE_FAMILY] = fams[0]
         c2.selectbox(tr(L, "input.model_family"), fams, key=keys.MODEL_SIZE_FAMILY, persist_state=PERSIST)
@@ -321,73 +321,91 @@ def render_sidebar(built: state.Built) -> None:
         with st.expander(tr(L, "section.model"), expanded=True):
             _model_inputs(errors, built.model_note)
         with st.expander(tr(L, "section.hardware"), expanded=True):
-            field_widget("hardware.gpu", errors)
-            c1, c2 = st.columns(2)
-            with c1:
-                field_widget("hardware.num_gpus", errors)
-            with c2:
-                field_widget("hardware.gpus_per_node", errors)
+            _hardware_inputs(errors)
         with st.expander(tr(L, "section.algorithm"), expanded=True):
-            st.selectbox(
-                tr(L, "input.algorithm"),
-                [a.label for a in ALGORITHMS],
-                format_func=lambda v: tr_or(L, f"algo.{v}", v),
-                key=keys.ALGO,
-                on_change=state.on_algo_change,
-                persist_state=PERSIST,
-                help=tr(L, "input.algorithm_help"),
-            )
-            for msg in errors.get("algorithm.adv_estimator", []):
-                st.error(text.md(msg))
-            field_widget("actor.use_kl_loss", errors)
-            field_widget("algorithm.use_kl_in_reward", errors)
-            field_widget("reward_model.enable", errors)
-            if ss.get(keys.field_key("reward_model.enable")):
-                field_widget("reward_model.model_path", errors)
-            c1, c2 = st.columns(2)
-            with c1:
-                field_widget("actor.entropy_coeff", errors)
-            with c2:
-                field_widget("actor.clip_ratio_high", errors)
-        with (ex := _lazy("batch", tr(L, "section.batch"))):
-            if ex.open:
-                dynamic = bool(ss.get(keys.DYNAMIC_BSZ))
-                paths = [
-                    p
-                    for p in SECTIONS["batch"]
-                    if not (p == "actor.ppo_micro_batch_size_per_gpu" and dynamic)
-                    and not (p == "actor.ppo_max_token_len_per_gpu" and not dynamic)
-                    and p != "actor.use_dynamic_bsz"
-                ]
-                field_widget("actor.use_dynamic_bsz", errors)
-                _fields(paths, errors, columns=2)
-        with (ex := _lazy("lengths", tr(L, "section.lengths"))):
-            if ex.open:
-                _fields(SECTIONS["lengths"], errors, columns=2)
-        with (ex := _lazy("rollout", tr(L, "section.rollout"))):
-            if ex.open:
-                _fields(SECTIONS["rollout"][:3], errors, columns=1)
-                _fields(SECTIONS["rollout"][3:], errors, columns=2)
-        with (ex := _lazy("optim", tr(L, "section.optim"))):
-            if ex.open:
-                _optimization_inputs(errors)
-        with (ex := _lazy("advanced", tr(L, "section.advanced"))):
-            if ex.open:
-                st.caption(tr(L, "section.advanced_caption"))
-                for section in ADVANCED_SECTIONS:
-                    st.markdown(f"**{tr_or(L, f'section.{section}', section)}**")
-                    _fields([p for p in widget_fields() if p.startswith(section + ".")], errors)
-        with (ex := _lazy("more", tr(L, "section.more"))):
-            if ex.open:
-                st.caption(tr(L, "section.more_caption"))
-                placed = _placed()
-                rest = [p for p in widget_fields() if p not in placed and p.split(".")[0] not in ADVANCED_SECTIONS]
-                groups: dict[str, list[str]] = {}
-                for p in rest:
-                    groups.setdefault(p.rsplit(".", 1)[0] if "." in p else "scenario", []).append(p)
-                for group, paths in groups.items():
-                    st.markdown(f"**{group_label(L, group)}**")
-                    _fields(paths, errors)
+            _algorithm_inputs(errors)
+        for name, render in _LAZY_SECTION_INPUTS.items():
+            with (ex := _lazy(name, tr(L, f"section.{name}"))):
+                if ex.open:
+                    render(errors)
+
+
+def _hardware_inputs(errors: dict[str, list[str]]) -> None:
+    field_widget("hardware.gpu", errors)
+    c1, c2 = st.columns(2)
+    with c1:
+        field_widget("hardware.num_gpus", errors)
+    with c2:
+        field_widget("hardware.gpus_per_node", errors)
+
+
+def _algorithm_inputs(errors: dict[str, list[str]]) -> None:
+    L = state.lang()
+    st.selectbox(
+        tr(L, "input.algorithm"),
+        [a.label for a in ALGORITHMS],
+        format_func=lambda v: tr_or(L, f"algo.{v}", v),
+        key=keys.ALGO,
+        on_change=state.on_algo_change,
+        persist_state=PERSIST,
+        help=tr(L, "input.algorithm_help"),
+    )
+    for msg in errors.get("algorithm.adv_estimator", []):
+        st.error(text.md(msg))
+    field_widget("actor.use_kl_loss", errors)
+    field_widget("algorithm.use_kl_in_reward", errors)
+    field_widget("reward_model.enable", errors)
+    if st.session_state.get(keys.field_key("reward_model.enable")):
+        field_widget("reward_model.model_path", errors)
+    c1, c2 = st.columns(2)
+    with c1:
+        field_widget("actor.entropy_coeff", errors)
+    with c2:
+        field_widget("actor.clip_ratio_high", errors)
+
+
+def _batch_inputs(errors: dict[str, list[str]]) -> None:
+    dynamic = bool(st.session_state.get(keys.DYNAMIC_BSZ))
+    paths = [
+        p
+        for p in SECTIONS["batch"]
+        if not (p == "actor.ppo_micro_batch_size_per_gpu" and dynamic)
+        and not (p == "actor.ppo_max_token_len_per_gpu" and not dynamic)
+        and p != "actor.use_dynamic_bsz"
+    ]
+    field_widget("actor.use_dynamic_bsz", errors)
+    _fields(paths, errors, columns=2)
+
+
+def _length_inputs(errors: dict[str, list[str]]) -> None:
+    _fields(SECTIONS["lengths"], errors, columns=2)
+
+
+def _rollout_inputs(errors: dict[str, list[str]]) -> None:
+    _fields(SECTIONS["rollout"][:3], errors, columns=1)
+    _fields(SECTIONS["rollout"][3:], errors, columns=2)
+
+
+def _advanced_inputs(errors: dict[str, list[str]]) -> None:
+    L = state.lang()
+    st.caption(tr(L, "section.advanced_caption"))
+    for section in ADVANCED_SECTIONS:
+        st.markdown(f"**{tr_or(L, f'section.{section}', section)}**")
+        _fields([p for p in widget_fields() if p.startswith(section + ".")], errors)
+
+
+def _more_inputs(errors: dict[str, list[str]]) -> None:
+    """Every other widget field, grouped by the section it lives in."""
+    L = state.lang()
+    st.caption(tr(L, "section.more_caption"))
+    placed = _placed()
+    rest = [p for p in widget_fields() if p not in placed and p.split(".")[0] not in ADVANCED_SECTIONS]
+    groups: dict[str, list[str]] = {}
+    for p in rest:
+        groups.setdefault(p.rsplit(".", 1)[0] if "." in p else "scenario", []).append(p)
+    for group, paths in groups.items():
+        st.markdown(f"**{group_label(L, group)}**")
+        _fields(paths, errors)
 
 
 def _optimization_inputs(errors: dict[str, list[str]]) -> None:
@@ -417,3 +435,14 @@ def _optimization_inputs(errors: dict[str, list[str]]) -> None:
         field_widget("model.lora_rank", errors)
     with c2:
         field_widget("model.use_dora", errors)
+
+
+# The sections built only while open, in sidebar order (``keys.LAZY_SECTIONS``).
+_LAZY_SECTION_INPUTS: dict[str, Callable[[dict[str, list[str]]], None]] = {
+    "batch": _batch_inputs,
+    "lengths": _length_inputs,
+    "rollout": _rollout_inputs,
+    "optim": _optimization_inputs,
+    "advanced": _advanced_inputs,
+    "more": _more_inputs,
+}

@@ -1,74 +1,11 @@
-"""Choices the dashboard offers: algorithm recipes, model and GPU lists with display labels (pure)."""
+"""Choices the dashboard offers: model and GPU lists with display labels (pure). The algorithms are
+``calculator.ALGORITHMS``."""
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
-from typing import Any
 
-from calculator.inputs.presets import gpu_presets, model_presets
-from calculator.inputs.scenario import Scenario
-from calculator.units import format_count
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    """An algorithm as users name it, mapped onto verl's ``algorithm.adv_estimator`` and extra settings.
-
-    ``recipe`` holds the settings that define the algorithm beyond the estimator (DAPO: clip-higher and a
-    generation batch larger than the training batch); they are copied into the inputs when it is picked.
-    """
-
-    label: str
-    adv_estimator: str
-    recipe: dict[str, Any] = field(default_factory=dict)
-    note: str = ""
-
-
-DAPO_GEN_BATCH_FACTOR = 3  # DAPO recipe: gen_batch_size = 3 x train_batch_size (verl recipe/dapo)
-
-ALGORITHMS: tuple[Algorithm, ...] = (
-    Algorithm("PPO", "gae", note="critic"),
-    Algorithm("GRPO", "grpo"),
-    Algorithm("DAPO", "grpo", {"actor.clip_ratio_high": 0.28}, note="grpo + clip-higher + dynamic sampling"),
-    Algorithm("GSPO", "grpo", note="grpo estimator, sequence-level ratio"),
-    Algorithm("RLOO", "rloo"),
-    Algorithm("REINFORCE++", "reinforce_plus_plus"),
-    Algorithm("REINFORCE++ baseline", "reinforce_plus_plus_baseline"),
-    Algorithm("ReMax", "remax"),
-    Algorithm("GRPO pass@k", "grpo_passk"),
-    Algorithm("GRPO (vectorized)", "grpo_vectorized"),
-    Algorithm("RLOO (vectorized)", "rloo_vectorized"),
-    Algorithm("OPO", "opo"),
-    Algorithm("GPG", "gpg"),
-    Algorithm("Optimal token baseline", "optimal_token_baseline"),
-)
-ALGORITHM_BY_LABEL = {a.label: a for a in ALGORITHMS}
-# Labels that are only a recipe on top of another algorithm's estimator (not derivable from it alone).
-RECIPE_LABELS = ("DAPO", "GSPO")
-
-
-def algorithm_label(est: str, train_batch_size: int, gen_batch_size: int | None, clip_ratio_high: float) -> str:
-    """The label that describes these settings: DAPO when they hold DAPO's recipe, else the estimator's label."""
-    if est == "grpo" and gen_batch_size is not None and gen_batch_size > train_batch_size and clip_ratio_high > 0.2:
-        return "DAPO"
-    for a in ALGORITHMS:
-        if a.adv_estimator == est and a.label not in RECIPE_LABELS:
-            return a.label
-    return est
-
-
-def algorithm_for(s: Scenario) -> str:
-    return algorithm_label(
-        s.algorithm.adv_estimator, s.data.train_batch_size, s.data.gen_batch_size, s.actor.clip_ratio_high
-    )
-
-
-def recipe_overrides(label: str, train_batch_size: int) -> dict[str, Any]:
-    """Settings to copy into the inputs when ``label`` is picked (and to undo when leaving DAPO)."""
-    if label == "DAPO":
-        return {"actor.clip_ratio_high": 0.28, "data.gen_batch_size": DAPO_GEN_BATCH_FACTOR * train_batch_size}
-    return {"actor.clip_ratio_high": 0.2, "data.gen_batch_size": None}
+from calculator import format_count, gpu_presets, model_presets
 
 
 @functools.cache

@@ -10,10 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculator.inputs.scenario import Scenario
-from calculator.planning.advisor import Advice, advise
-from calculator.report.models import Report
-from calculator.verl.checks import check_config
+from calculator import Advice, Report, Scenario, advise, check_config
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.text import md, md_lines
@@ -46,6 +43,12 @@ def _fmt_gib(x: float) -> str:
 
 def headline(report: Report) -> None:
     """The answer at a glance: does it fit, with how much headroom, where is the peak, what about max lengths."""
+    _verdict(report)
+    _metrics(report)
+
+
+def _verdict(report: Report) -> None:
+    """Fits / fits but not at max lengths / the engine does not start / out of memory."""
     L = state.lang()
     r = report
     p = r.peak
@@ -78,6 +81,14 @@ def headline(report: Report) -> None:
             tr(L, "head.oom", peak=p.gib_per_gpu, usable=usable, phase=p.phase, over=-p.headroom_gib),
             icon=":material/error:",
         )
+
+
+def _metrics(report: Report) -> None:
+    """Peak, usable memory, peak phase, worst case, rollout concurrency and (with a time model) step time."""
+    L = state.lang()
+    r = report
+    p = r.peak
+    usable = r.hardware.usable_memory_gib
     weights = [1.0, 1.0, 1.3, 1.25, 1.1, 1.0]
     cols = st.columns(weights if r.time is not None else weights[:5])
     cols[0].metric(

@@ -12,11 +12,26 @@ from typing import Any
 
 import streamlit as st
 
-from calculator import load_scenario
-from calculator.errors import InputError
-from calculator.inputs.presets import MAX_INPUT_BYTES, model_presets, preset_problems, read_json_text, scenario_presets
-from calculator.inputs.scenario import Scenario
-from calculator.model.architecture import ArchitectureError, parse_hf_config
+from calculator import (
+    ALGORITHM_BY_LABEL,
+    MAX_INPUT_BYTES,
+    RECIPE_LABELS,
+    ArchitectureError,
+    InputError,
+    Scenario,
+    algorithm_for,
+    algorithm_label,
+    approximate_model,
+    load_scenario,
+    model_presets,
+    parse_hf_config,
+    parse_size,
+    preset_problems,
+    read_json_text,
+    recipe_overrides,
+    scenario_presets,
+)
+from calculator import model_families as families
 from ui import keys
 from ui.fields import (
     FieldSpec,
@@ -29,8 +44,6 @@ from ui.fields import (
     widget_fields,
 )
 from ui.i18n import LANGS, tr
-from ui.model_size import approximate_model, families, parse_size
-from ui.options import ALGORITHM_BY_LABEL, RECIPE_LABELS, algorithm_for, algorithm_label, recipe_overrides
 
 DEFAULT_PRESET = "qwen2.5-7b-grpo-8xh100"
 # URL parameters that are not scenario fields.

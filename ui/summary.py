@@ -6,9 +6,7 @@ from typing import Any
 
 import yaml
 
-from calculator.inputs.scenario import Scenario
-from calculator.report.models import PhaseOut, Report
-from calculator.units import format_count
+from calculator import PhaseOut, Report, Scenario, format_count
 from ui.fields import all_fields, encode_value, scenario_flat
 from ui.figures import component_formula, component_order
 from ui.i18n import tr

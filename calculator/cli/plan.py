@@ -16,15 +16,11 @@ from typing import Any
 
 from calculator.planning.advisor import Advice, advise
 from calculator.planning.fit import DEFAULT_MARGIN
-from calculator.planning.planner import (
-    DEFAULT_MAX_GPUS,
-    Plan,
-    format_verl_value,
-    plan,
-    plan_table,
-    plan_to_csv,
-    plan_to_markdown,
-)
+from calculator.planning.formats import plan_to_csv, plan_to_markdown
+from calculator.planning.planner import DEFAULT_MAX_GPUS, plan
+from calculator.planning.rows import Plan
+from calculator.planning.settings import format_verl_value
+from calculator.planning.table import plan_table
 
 AddScenarioOptions = Callable[[argparse.ArgumentParser], None]
 

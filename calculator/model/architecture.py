@@ -270,12 +270,18 @@ def _short(value: Any) -> str:
     return _REPR.repr(value)
 
 
-def parse_hf_config(cfg: Any) -> Architecture:
-    """Read an HF ``config.json`` mapping into an :class:`Architecture`.
+# What each family's modelling code fixes beyond the fields every config.json has (transformers 5.x).
+_QKV_BIAS_ALWAYS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2 hard-codes bias=True on q/k/v, False on o
+_ATTENTION_BIAS_FROM_CONFIG = frozenset(
+    {"llama", "mistral", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gemma3", "mixtral"}
+)
+_NO_O_BIAS = frozenset({"mistral", "mixtral"})  # Llama/Qwen3/Gemma bias o_proj too; Mistral/Mixtral have no bias
+_QK_NORM = frozenset({"qwen3", "qwen3_moe", "gemma3_text", "gemma3"})
+_GEMMA_NORMS_PER_LAYER = 4  # Gemma2/3: pre- and post-norm around both attention and MLP
 
-    Raises :class:`ArchitectureError` naming the field for anything missing or malformed, and
-    listing the supported families for an unknown ``model_type``.
-    """
+
+def _text_model(cfg: Any) -> tuple[dict[str, Any], str]:
+    """The decoder's config and its ``model_type`` (Gemma 3 multimodal: its ``text_config``)."""
     if not isinstance(cfg, dict):
         raise ArchitectureError(f"config.json must be a JSON object, got {type(cfg).__name__}")
     model_type = cfg.get("model_type")
@@ -287,6 +293,11 @@ def parse_hf_config(cfg: Any) -> Architecture:
             f"config.json: model_type {_short(model_type)} is not supported; supported: "
             + ", ".join(SUPPORTED_MODEL_TYPES)
         )
+    return cfg, model_type
+
+
+def _dense_fields(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """The shapes every supported family has: layers, widths, heads, vocabulary, tied embeddings."""
     h = _int(cfg, "hidden_size", required=True)
     num_layers = _int(cfg, "num_hidden_layers", required=True)
     heads = _int(cfg, "num_attention_heads", required=True)
@@ -302,10 +313,8 @@ def parse_hf_config(cfg: Any) -> Architecture:
     if vocab == 0:
         raise ArchitectureError("config.json: vocab_size must be positive")
     intermediate = _int(cfg, "intermediate_size", 0)
-    tie_default = model_type.startswith("gemma")
-    tie = _bool(cfg, "tie_word_embeddings", tie_default)
-
-    fields: dict[str, Any] = dict(
+    tie = _bool(cfg, "tie_word_embeddings", model_type.startswith("gemma"))
+    return dict(
         model_type=model_type,
         num_layers=num_layers,
         hidden_size=h,
@@ -317,67 +326,92 @@ def parse_hf_config(cfg: Any) -> Architecture:
         tie_word_embeddings=tie,
         max_position_embeddings=_int(cfg, "max_position_embeddings", 0),
     )
-    if model_type in ("qwen2", "qwen2_moe"):
-        # Qwen2 attention hard-codes bias=True on q/k/v and bias=False on o (modeling_qwen2.py).
-        fields["qkv_bias"] = True
-    elif model_type in ("llama", "mistral", "qwen3", "qwen3_moe", "gemma2", "gemma3_text", "gemma3", "mixtral"):
-        bias = _bool(cfg, "attention_bias", False)
-        fields["qkv_bias"] = bias
-        # Llama/Qwen3/Gemma apply attention_bias to o_proj too; Mistral/Mixtral have no bias at all.
-        fields["o_bias"] = bias and model_type not in ("mistral", "mixtral")
-    if model_type in ("qwen3", "qwen3_moe", "gemma3_text", "gemma3"):
-        fields["qk_norm"] = True
-    if model_type.startswith("gemma"):
-        fields["num_norms_per_layer"] = 4
 
-    moe_layers: list[bool] = [False] * num_layers
-    if model_type in ("qwen2_moe", "qwen3_moe"):
-        experts = _int(cfg, "num_experts", 0)
-        step = _int(cfg, "decoder_sparse_step", 1) or 1
-        mlp_only_raw = _get(cfg, "mlp_only_layers", []) or []
-        if not isinstance(mlp_only_raw, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in mlp_only_raw
-        ):
-            raise ArchitectureError(
-                f"config.json: field 'mlp_only_layers' must be a list of layer indices, got {_short(mlp_only_raw)}"
-            )
-        mlp_only = set(mlp_only_raw)
-        moe_layers = [experts > 0 and i not in mlp_only and (i + 1) % step == 0 for i in range(num_layers)]
-        fields.update(
-            num_experts=experts,
-            num_experts_per_tok=_int(cfg, "num_experts_per_tok", 0),
-            moe_intermediate_size=_int(cfg, "moe_intermediate_size", required=True),
-            shared_expert_intermediate_size=_int(cfg, "shared_expert_intermediate_size", 0),
-            shared_expert_gate=model_type == "qwen2_moe" and _int(cfg, "shared_expert_intermediate_size", 0) > 0,
+
+def _attention_fields(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """Attention biases, q/k norms and norms per layer, as the family's modelling code sets them."""
+    out: dict[str, Any] = {}
+    if model_type in _QKV_BIAS_ALWAYS:
+        out["qkv_bias"] = True
+    elif model_type in _ATTENTION_BIAS_FROM_CONFIG:
+        bias = _bool(cfg, "attention_bias", False)
+        out["qkv_bias"] = bias
+        out["o_bias"] = bias and model_type not in _NO_O_BIAS
+    if model_type in _QK_NORM:
+        out["qk_norm"] = True
+    if model_type.startswith("gemma"):
+        out["num_norms_per_layer"] = _GEMMA_NORMS_PER_LAYER
+    return out
+
+
+_MoeFields = tuple[list[bool], dict[str, Any]]  # (which layers are MoE, the MoE fields)
+
+
+def _qwen_moe(cfg: dict[str, Any], dense: dict[str, Any]) -> _MoeFields:
+    """Qwen2-MoE / Qwen3-MoE: every ``decoder_sparse_step``-th layer not in ``mlp_only_layers``."""
+    experts = _int(cfg, "num_experts", 0)
+    step = _int(cfg, "decoder_sparse_step", 1) or 1
+    mlp_only_raw = _get(cfg, "mlp_only_layers", []) or []
+    if not isinstance(mlp_only_raw, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in mlp_only_raw
+    ):
+        raise ArchitectureError(
+            f"config.json: field 'mlp_only_layers' must be a list of layer indices, got {_short(mlp_only_raw)}"
         )
-    elif model_type == "mixtral":
-        experts = _int(cfg, "num_local_experts", required=True)
-        moe_layers = [True] * num_layers
-        fields.update(
-            num_experts=experts,
-            num_experts_per_tok=_int(cfg, "num_experts_per_tok", 2),
-            moe_intermediate_size=intermediate,
-        )
-    elif model_type == "deepseek_v3":
-        experts = _int(cfg, "n_routed_experts", 0)
-        first_dense = _int(cfg, "first_k_dense_replace", 0)
-        freq = _int(cfg, "moe_layer_freq", 1) or 1
-        moe_layers = [experts > 0 and i >= first_dense and i % freq == 0 for i in range(num_layers)]
-        moe_inter = _int(cfg, "moe_intermediate_size", required=True)
-        fields.update(
-            num_experts=experts,
-            num_experts_per_tok=_int(cfg, "num_experts_per_tok", 0),
-            moe_intermediate_size=moe_inter,
-            shared_expert_intermediate_size=_int(cfg, "n_shared_experts", 0) * moe_inter,
-            router_score_bias=True,
-            q_lora_rank=_int(cfg, "q_lora_rank") if _get(cfg, "q_lora_rank") is not None else None,
-            kv_lora_rank=_int(cfg, "kv_lora_rank", required=True),
-            qk_nope_head_dim=_int(cfg, "qk_nope_head_dim", required=True),
-            qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", required=True),
-            v_head_dim=_int(cfg, "v_head_dim", required=True),
-        )
-        fields["head_dim"] = fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"]
-        fields["qkv_bias"] = False
+    mlp_only = set(mlp_only_raw)
+    layers = [experts > 0 and i not in mlp_only and (i + 1) % step == 0 for i in range(dense["num_layers"])]
+    return layers, dict(
+        num_experts=experts,
+        num_experts_per_tok=_int(cfg, "num_experts_per_tok", 0),
+        moe_intermediate_size=_int(cfg, "moe_intermediate_size", required=True),
+        shared_expert_intermediate_size=_int(cfg, "shared_expert_intermediate_size", 0),
+        shared_expert_gate=dense["model_type"] == "qwen2_moe" and _int(cfg, "shared_expert_intermediate_size", 0) > 0,
+    )
+
+
+def _mixtral_moe(cfg: dict[str, Any], dense: dict[str, Any]) -> _MoeFields:
+    """Mixtral: every layer is MoE, experts as wide as ``intermediate_size``."""
+    experts = _int(cfg, "num_local_experts", required=True)
+    return [True] * dense["num_layers"], dict(
+        num_experts=experts,
+        num_experts_per_tok=_int(cfg, "num_experts_per_tok", 2),
+        moe_intermediate_size=dense["intermediate_size"],
+    )
+
+
+def _deepseek_v3_moe(cfg: dict[str, Any], dense: dict[str, Any]) -> _MoeFields:
+    """DeepSeek-V3: MoE from layer ``first_k_dense_replace`` on, and MLA attention (no biases)."""
+    experts = _int(cfg, "n_routed_experts", 0)
+    first_dense = _int(cfg, "first_k_dense_replace", 0)
+    freq = _int(cfg, "moe_layer_freq", 1) or 1
+    layers = [experts > 0 and i >= first_dense and i % freq == 0 for i in range(dense["num_layers"])]
+    moe_inter = _int(cfg, "moe_intermediate_size", required=True)
+    fields: dict[str, Any] = dict(
+        num_experts=experts,
+        num_experts_per_tok=_int(cfg, "num_experts_per_tok", 0),
+        moe_intermediate_size=moe_inter,
+        shared_expert_intermediate_size=_int(cfg, "n_shared_experts", 0) * moe_inter,
+        router_score_bias=True,
+        q_lora_rank=_int(cfg, "q_lora_rank") if _get(cfg, "q_lora_rank") is not None else None,
+        kv_lora_rank=_int(cfg, "kv_lora_rank", required=True),
+        qk_nope_head_dim=_int(cfg, "qk_nope_head_dim", required=True),
+        qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", required=True),
+        v_head_dim=_int(cfg, "v_head_dim", required=True),
+    )
+    fields["head_dim"] = fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"]
+    fields["qkv_bias"] = False
+    return layers, fields
+
+
+_MOE_READERS = {
+    "qwen2_moe": _qwen_moe,
+    "qwen3_moe": _qwen_moe,
+    "mixtral": _mixtral_moe,
+    "deepseek_v3": _deepseek_v3_moe,
+}
+
+
+def _check_moe(fields: dict[str, Any], moe_layers: list[bool]) -> None:
     if fields.get("num_experts", 0) and not fields.get("num_experts_per_tok"):
         raise ArchitectureError("config.json: MoE model needs num_experts_per_tok >= 1")
     if fields.get("num_experts_per_tok", 0) > fields.get("num_experts", 0) > 0:
@@ -385,7 +419,24 @@ def parse_hf_config(cfg: Any) -> Architecture:
             f"config.json: num_experts_per_tok ({fields['num_experts_per_tok']}) must be at most the number of "
             f"experts ({fields['num_experts']})"
         )
-    if not any(moe_layers) and intermediate == 0:
+    if not any(moe_layers) and fields["intermediate_size"] == 0:
         raise ArchitectureError("config.json: missing required field 'intermediate_size'")
+
+
+def parse_hf_config(cfg: Any) -> Architecture:
+    """Read an HF ``config.json`` mapping into an :class:`Architecture`.
+
+    Raises :class:`ArchitectureError` naming the field for anything missing or malformed, and
+    listing the supported families for an unknown ``model_type``.
+    """
+    cfg, model_type = _text_model(cfg)
+    fields = _dense_fields(cfg, model_type)
+    fields.update(_attention_fields(cfg, model_type))
+    moe_layers: list[bool] = [False] * fields["num_layers"]
+    reader = _MOE_READERS.get(model_type)
+    if reader is not None:
+        moe_layers, moe_fields = reader(cfg, fields)
+        fields.update(moe_fields)
+    _check_moe(fields, moe_layers)
     fields["moe_layers"] = tuple(moe_layers)
     return Architecture(**fields)

@@ -36,16 +36,9 @@ from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN, FitCheck, batch_geometry_problem, fit_check, parallel_problem
 from calculator.planning.levers import LEVERS, Lever, Tier, lever_candidates
-from calculator.planning.planner import (
-    DEFAULT_MAX_GPUS,
-    Setting,
-    check_plan_inputs,
-    native_diff,
-    resolve_scenario,
-    settings_diff,
-    verl_override_lines,
-)
+from calculator.planning.planner import DEFAULT_MAX_GPUS, check_plan_inputs, resolve_scenario
 from calculator.planning.search import GpuSearch
+from calculator.planning.settings import Setting, native_diff, settings_diff, verl_override_lines
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures

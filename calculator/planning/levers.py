@@ -11,10 +11,12 @@ applies, mildest first; ``calculator.planning.advisor`` estimates them and ranks
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from calculator.inputs.scenario import GROUP_ESTIMATORS, Scenario
+from calculator.model.architecture import Architecture
 from calculator.planning.space import (
     LORA_RANK,
     ROLLOUT_TP_CHOICES,
@@ -114,103 +116,223 @@ LEVERS: dict[str, Lever] = {
 }  # fmt: skip
 
 
+Change = dict[str, Any]  # native dotted field -> new value
+
+
 def _seq_len(s: Scenario) -> int:
     return s.data.max_prompt_length + s.data.max_response_length
 
 
-def lever_candidates(s: Scenario, max_gpus: int) -> dict[str, list[dict[str, Any]]]:
-    """Candidate changes (native dotted fields, mildest first) of every lever that applies to ``s``."""
-    arch = resolve_architectures(s)[0]
-    a, r, m, d = s.actor, s.rollout, s.model, s.data
-    g, per_node = s.hardware.num_gpus, s.hardware.gpus_per_node
-    critic = need_critic(s)
-    megatron = a.strategy == "megatron"
-    off_key = "actor.megatron" if megatron else "actor.fsdp_config"
-    off = a.megatron if megatron else a.fsdp_config
-    sp = a.ulysses_sequence_parallel_size
-    out: dict[str, list[dict[str, Any]]] = {}
+@dataclass(frozen=True)
+class _Scope:
+    """What the candidates of one scenario depend on, resolved once."""
 
-    def with_critic(change: dict[str, Any], critic_key: str) -> dict[str, Any]:
-        return {**change, critic_key: next(iter(change.values()))} if critic else change
+    s: Scenario
+    arch: Architecture
+    max_gpus: int
+    critic: bool
+    megatron: bool
 
-    # settings: same experiment, same GPUs
-    if r.max_model_len is None and arch.max_position_embeddings > _seq_len(s):
-        out["cap_max_model_len"] = [{"rollout.max_model_len": _seq_len(s)}]
-    if not m.use_fused_kernels:
-        out["fused_kernels"] = [{"model.use_fused_kernels": True}]
-    if not a.entropy_from_logits_with_chunking:
-        out["entropy_chunking"] = [{"actor.entropy_from_logits_with_chunking": True}]
-    if (a.entropy_coeff != 0 or a.calculate_entropy) and not a.entropy_checkpointing:
-        out["entropy_checkpointing"] = [{"actor.entropy_checkpointing": True}]
-    if not r.free_cache_engine:
-        out["free_cache_engine"] = [{"rollout.free_cache_engine": True}]
-    if r.name == "vllm" and not r.enforce_eager:
-        out["enforce_eager"] = [{"rollout.enforce_eager": True}]
-    out["gpu_memory_utilization"] = [
-        {"rollout.gpu_memory_utilization": u} for u in sorted(UTIL_GRID, reverse=True) if u < r.gpu_memory_utilization
-    ]
-    out["rollout_tp"] = [
+    def with_critic(self, change: Change, critic_key: str) -> Change:
+        """The same change for the critic too, when there is one."""
+        return {**change, critic_key: next(iter(change.values()))} if self.critic else change
+
+
+def _switch(applies: Callable[[_Scope], bool], change: Change) -> Callable[[_Scope], list[Change]]:
+    """A lever with one candidate, ``change``, where ``applies``."""
+    return lambda c: [dict(change)] if applies(c) else []
+
+
+# ---- settings: same experiment, same GPUs
+
+
+def _cap_max_model_len(c: _Scope) -> list[Change]:
+    if c.s.rollout.max_model_len is None and c.arch.max_position_embeddings > _seq_len(c.s):
+        return [{"rollout.max_model_len": _seq_len(c.s)}]
+    return []
+
+
+def _lower_utilization(c: _Scope) -> list[Change]:
+    util = c.s.rollout.gpu_memory_utilization
+    return [{"rollout.gpu_memory_utilization": u} for u in sorted(UTIL_GRID, reverse=True) if u < util]
+
+
+def _larger_rollout_tp(c: _Scope) -> list[Change]:
+    r, g = c.s.rollout, c.s.hardware.num_gpus
+    return [
         {"rollout.tensor_model_parallel_size": t}
         for t in ROLLOUT_TP_CHOICES
-        if r.tensor_model_parallel_size < t <= per_node
+        if r.tensor_model_parallel_size < t <= c.s.hardware.gpus_per_node
         and g % (t * r.data_parallel_size) == 0
-        and arch.num_attention_heads % t == 0
+        and c.arch.num_attention_heads % t == 0
     ]
+
+
+def _smaller_micro_batch(c: _Scope) -> list[Change]:
+    a = c.s.actor
     micro = a.ppo_micro_batch_size_per_gpu or 1
-    if not a.use_dynamic_bsz and micro > 1:
-        sizes = [micro >> i for i in range(1, micro.bit_length())]
-        out["micro_batch"] = [batch_overrides(s, BatchOption("fixed", x)) for x in sizes]
+    if a.use_dynamic_bsz or micro <= 1:
+        return []
+    return [batch_overrides(c.s, BatchOption("fixed", micro >> i)) for i in range(1, micro.bit_length())]
+
+
+def _smaller_token_budget(c: _Scope) -> list[Change]:
+    a, d = c.s.actor, c.s.data
+    micro = a.ppo_micro_batch_size_per_gpu or 1
     mean_len = (d.mean_prompt_length or d.max_prompt_length) + (d.mean_response_length or d.max_response_length)
     current = a.ppo_max_token_len_per_gpu if a.use_dynamic_bsz else micro * mean_len
-    out["token_budget"] = [
-        batch_overrides(s, BatchOption("dynamic", t)) for t in TOKEN_BUDGETS if t < current and t * sp >= _seq_len(s)
+    sp = a.ulysses_sequence_parallel_size
+    return [
+        batch_overrides(c.s, BatchOption("dynamic", t))
+        for t in TOKEN_BUDGETS
+        if t < current and t * sp >= _seq_len(c.s)
     ]
-    if not megatron:
-        if not m.enable_gradient_checkpointing:
-            out["gradient_checkpointing"] = [
-                with_critic({"model.enable_gradient_checkpointing": True}, "critic.enable_gradient_checkpointing")
-            ]
-        if not m.enable_activation_offload:
-            out["activation_offload"] = [{"model.enable_activation_offload": True}]
-    if not off.optimizer_offload:
-        out["optimizer_offload"] = [{f"{off_key}.optimizer_offload": True}]
-    if not off.param_offload:
-        out["param_offload"] = [{f"{off_key}.param_offload": True}]
-    if critic and (s.critic.strategy or a.strategy) != "megatron":
-        for what in ("optimizer_offload", "param_offload"):
-            if not getattr(s.critic.fsdp, what):
-                out[f"critic_{what}"] = [{f"critic.fsdp.{what}": True}]
-    if a.strategy == "fsdp2" and not a.fsdp_config.offload_policy:
-        out["offload_policy"] = [{"actor.fsdp_config.offload_policy": True}]
-    if not megatron and (a.fsdp_config.fsdp_size > 0 or s.critic.fsdp.fsdp_size > 0):
-        out["full_shard"] = [with_critic({"actor.fsdp_config.fsdp_size": -1}, "critic.fsdp.fsdp_size")]
-    if not megatron and a.fsdp_config.use_no_sync_for_gradient_accumulation:
-        out["no_sync_off"] = [{"actor.fsdp_config.use_no_sync_for_gradient_accumulation": False}]
-    if m.use_remove_padding and not megatron:
-        out["ulysses_sp"] = [
-            with_critic({"actor.ulysses_sequence_parallel_size": x}, "critic.ulysses_sequence_parallel_size")
-            for x in ULYSSES_SP_CHOICES
-            if sp < x <= per_node and g % x == 0 and arch.num_attention_heads % x == 0
-        ]
-    # hardware: same experiment, more GPUs
-    out["more_gpus"] = [{"hardware.num_gpus": c} for c in gpu_count_ladder(per_node, max_gpus) if c > g]
-    # workload: a different experiment
-    tb = d.train_batch_size
-    out["smaller_rollout_batch"] = [
-        {"data.train_batch_size": x, "actor.ppo_mini_batch_size": min(a.ppo_mini_batch_size, x)}
+
+
+def _gradient_checkpointing(c: _Scope) -> list[Change]:
+    if c.megatron or c.s.model.enable_gradient_checkpointing:
+        return []
+    return [c.with_critic({"model.enable_gradient_checkpointing": True}, "critic.enable_gradient_checkpointing")]
+
+
+def _actor_offload(what: str) -> Callable[[_Scope], list[Change]]:
+    """Offload the actor's ``what`` (``optimizer_offload`` / ``param_offload``) in its engine's section."""
+
+    def candidates(c: _Scope) -> list[Change]:
+        key, section = (
+            ("actor.megatron", c.s.actor.megatron) if c.megatron else ("actor.fsdp_config", c.s.actor.fsdp_config)
+        )
+        return [] if getattr(section, what) else [{f"{key}.{what}": True}]
+
+    return candidates
+
+
+def _critic_offload(what: str) -> Callable[[_Scope], list[Change]]:
+    """Offload the critic's ``what`` (FSDP critics only)."""
+
+    def candidates(c: _Scope) -> list[Change]:
+        fsdp_critic = c.critic and (c.s.critic.strategy or c.s.actor.strategy) != "megatron"
+        return [{f"critic.fsdp.{what}": True}] if fsdp_critic and not getattr(c.s.critic.fsdp, what) else []
+
+    return candidates
+
+
+def _full_shard(c: _Scope) -> list[Change]:
+    if c.megatron or (c.s.actor.fsdp_config.fsdp_size <= 0 and c.s.critic.fsdp.fsdp_size <= 0):
+        return []
+    return [c.with_critic({"actor.fsdp_config.fsdp_size": -1}, "critic.fsdp.fsdp_size")]
+
+
+def _ulysses_sp(c: _Scope) -> list[Change]:
+    if not c.s.model.use_remove_padding or c.megatron:
+        return []
+    sp, g = c.s.actor.ulysses_sequence_parallel_size, c.s.hardware.num_gpus
+    return [
+        c.with_critic({"actor.ulysses_sequence_parallel_size": x}, "critic.ulysses_sequence_parallel_size")
+        for x in ULYSSES_SP_CHOICES
+        if sp < x <= c.s.hardware.gpus_per_node and g % x == 0 and c.arch.num_attention_heads % x == 0
+    ]
+
+
+# ---- hardware: same experiment, more GPUs
+
+
+def _more_gpus(c: _Scope) -> list[Change]:
+    g = c.s.hardware.num_gpus
+    return [{"hardware.num_gpus": n} for n in gpu_count_ladder(c.s.hardware.gpus_per_node, c.max_gpus) if n > g]
+
+
+# ---- workload: a different experiment
+
+
+def _smaller_rollout_batch(c: _Scope) -> list[Change]:
+    d, tb = c.s.data, c.s.data.train_batch_size
+    return [
+        {"data.train_batch_size": x, "actor.ppo_mini_batch_size": min(c.s.actor.ppo_mini_batch_size, x)}
         | ({"data.gen_batch_size": max(x, d.gen_batch_size * x // tb)} if d.gen_batch_size is not None else {})
         for x in (tb // 2, tb // 4)
         if x >= 1
     ]
-    low_n = 2 if s.algorithm.adv_estimator in GROUP_ESTIMATORS else 1
-    out["fewer_responses"] = [{"rollout.n": x} for x in dict.fromkeys((r.n // 2, r.n // 4)) if low_n <= x < r.n]
-    for kind in ("response", "prompt"):
-        top, mean = getattr(d, f"max_{kind}_length"), getattr(d, f"mean_{kind}_length")
-        out[f"shorter_{kind}s"] = [
+
+
+def _fewer_responses(c: _Scope) -> list[Change]:
+    n = c.s.rollout.n
+    low_n = 2 if c.s.algorithm.adv_estimator in GROUP_ESTIMATORS else 1
+    return [{"rollout.n": x} for x in dict.fromkeys((n // 2, n // 4)) if low_n <= x < n]
+
+
+def _shorter(kind: str) -> Callable[[_Scope], list[Change]]:
+    """Halve and quarter ``data.max_{kind}_length`` (and a mean above the new maximum)."""
+
+    def candidates(c: _Scope) -> list[Change]:
+        top, mean = getattr(c.s.data, f"max_{kind}_length"), getattr(c.s.data, f"mean_{kind}_length")
+        return [
             {f"data.max_{kind}_length": x} | ({f"data.mean_{kind}_length": x} if mean is not None and mean > x else {})
             for x in (top // 2, top // 4)
             if x >= 1
         ]
-    if m.lora_rank == 0:
-        out["lora"] = [{"model.lora_rank": LORA_RANK}]
-    return {k: v for k, v in out.items() if v}
+
+    return candidates
+
+
+# Every lever's candidates, by lever id (``lever_candidates`` lists them in ``LEVERS`` order).
+_CANDIDATES: dict[str, Callable[[_Scope], list[Change]]] = {
+    "cap_max_model_len": _cap_max_model_len,
+    "fused_kernels": _switch(lambda c: not c.s.model.use_fused_kernels, {"model.use_fused_kernels": True}),
+    "entropy_chunking": _switch(
+        lambda c: not c.s.actor.entropy_from_logits_with_chunking, {"actor.entropy_from_logits_with_chunking": True}
+    ),
+    "entropy_checkpointing": _switch(
+        lambda c: (c.s.actor.entropy_coeff != 0 or c.s.actor.calculate_entropy) and not c.s.actor.entropy_checkpointing,
+        {"actor.entropy_checkpointing": True},
+    ),
+    "free_cache_engine": _switch(lambda c: not c.s.rollout.free_cache_engine, {"rollout.free_cache_engine": True}),
+    "enforce_eager": _switch(
+        lambda c: c.s.rollout.name == "vllm" and not c.s.rollout.enforce_eager, {"rollout.enforce_eager": True}
+    ),
+    "gpu_memory_utilization": _lower_utilization,
+    "rollout_tp": _larger_rollout_tp,
+    "micro_batch": _smaller_micro_batch,
+    "token_budget": _smaller_token_budget,
+    "gradient_checkpointing": _gradient_checkpointing,
+    "activation_offload": _switch(
+        lambda c: not c.megatron and not c.s.model.enable_activation_offload, {"model.enable_activation_offload": True}
+    ),
+    "optimizer_offload": _actor_offload("optimizer_offload"),
+    "param_offload": _actor_offload("param_offload"),
+    "critic_optimizer_offload": _critic_offload("optimizer_offload"),
+    "critic_param_offload": _critic_offload("param_offload"),
+    "offload_policy": _switch(
+        lambda c: c.s.actor.strategy == "fsdp2" and not c.s.actor.fsdp_config.offload_policy,
+        {"actor.fsdp_config.offload_policy": True},
+    ),
+    "full_shard": _full_shard,
+    "no_sync_off": _switch(
+        lambda c: not c.megatron and c.s.actor.fsdp_config.use_no_sync_for_gradient_accumulation,
+        {"actor.fsdp_config.use_no_sync_for_gradient_accumulation": False},
+    ),
+    "ulysses_sp": _ulysses_sp,
+    "more_gpus": _more_gpus,
+    "smaller_rollout_batch": _smaller_rollout_batch,
+    "fewer_responses": _fewer_responses,
+    "shorter_responses": _shorter("response"),
+    "shorter_prompts": _shorter("prompt"),
+    "lora": _switch(lambda c: c.s.model.lora_rank == 0, {"model.lora_rank": LORA_RANK}),
+}
+
+
+def lever_candidates(s: Scenario, max_gpus: int) -> dict[str, list[Change]]:
+    """Candidate changes (native dotted fields, mildest first) of every lever that applies to ``s``."""
+    scope = _Scope(
+        s=s,
+        arch=resolve_architectures(s)[0],
+        max_gpus=max_gpus,
+        critic=need_critic(s),
+        megatron=s.actor.strategy == "megatron",
+    )
+    out: dict[str, list[Change]] = {}
+    for lever in LEVERS:
+        found = _CANDIDATES[lever](scope)
+        if found:
+            out[lever] = found
+    return out

@@ -1,6 +1,7 @@
 """The planner's search machinery (issue #6): pruned search over the space of ``calculator.planning.space``.
 
-``calculator.planning.planner`` (the hardware table) and ``calculator.planning.advisor`` (the OOM advisor) are built on
+``calculator.planning.recommend`` (one GPU type's minimum and recommended configuration, for the hardware
+table of ``calculator.planning.planner``) and ``calculator.planning.advisor`` (the OOM advisor) are built on
 it. Every candidate is judged by ``estimate()`` itself, with the fit rule of ``calculator.planning.fit``.
 
 **GPU counts searched**: the ladder of ``calculator.planning.space`` (powers of two up to a node, then
@@ -27,7 +28,7 @@ bisection), which is a heuristic, not an exhaustive search.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from calculator.inputs.hardware import GpuSpec
@@ -36,18 +37,13 @@ from calculator.inputs.scenario import HardwareSection, Scenario
 from calculator.planning.fit import fit_check, max_model_len
 from calculator.planning.space import (
     BOOL_LEVERS,
-    CRITIC_BUDGET_FACTOR,
-    LORA_RANK,
     RELAX_ORDER,
     ROLLOUT_TP_CHOICES,
-    TOKEN_BUDGETS,
     ULYSSES_SP_CHOICES,
     UTIL_GRID,
-    BatchOption,
     Evaluation,
     Knobs,
     batch_options_for,
-    batch_overrides,
     build_scenario,
     gpu_count_ladder,
     knobs_of,
@@ -370,89 +366,4 @@ class GpuSearch:
         return self.relax(start) if start is not None else None
 
 
-# Counts tried for the recommended configuration: the minimum and its double and quadruple (the first
-# valid ladder count at or above each). Past 4x the minimum the per-step cost only grows in practice
-# (step time falls less than linearly: rollout long tail, collectives across nodes); the search also
-# stops early once a larger count costs more per step than the previous one.
-RECOMMEND_MULTIPLES = (1, 2, 4)
-
-
-@dataclass(frozen=True)
-class GpuResult:
-    """What the search found for one GPU type."""
-
-    gpu: GpuSpec
-    minimum: Evaluation | None  # fastest configuration found at the smallest feasible count
-    recommended: Evaluation | None  # lowest cost per step over RECOMMEND_MULTIPLES x minimum
-    candidates: tuple[Evaluation, ...]  # the fastest configuration found at each count tried
-    counts: tuple[int, ...]  # valid counts of the ladder
-    largest_tried: Evaluation | None  # when nothing fits: the frontier at the largest count (for the note)
-    num_estimates: int
-
-
-def selection_key(ev: Evaluation, base_lora: bool, hourly_price_usd: float) -> tuple[Any, ...]:
-    """Ranking of configurations: full fine-tuning before LoRA the user did not ask for, then the lowest
-    cost per step (``step_s x num_gpus x price / 3600``), then the shorter step, then fewer GPUs. Without
-    a step time the cost is unknown and the fewest GPUs win."""
-    adds_lora = ev.knobs.lora and not base_lora
-    step = ev.step_s
-    cost = cost_per_step_usd(step, ev.knobs.num_gpus, hourly_price_usd) if step is not None else float("inf")
-    return (adds_lora, cost, step if step is not None else float("inf"), ev.knobs.num_gpus)
-
-
-def search_gpu(base: Scenario, gpu_id: str, *, max_gpus: int, margin: float, allow_lora: bool) -> GpuResult:
-    """Smallest feasible GPU count of one type (with its fastest configuration) and the recommended
-    (cheapest per step) configuration for ``base``'s model, algorithm and workload."""
-    srch = GpuSearch(base, gpu_id, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora)
-    first, counts = srch.min_count()
-    if first is None:
-        top = srch.frontier(counts[-1]) if counts else []
-        largest = srch.evaluate(top[0]) if top else None
-        return GpuResult(srch.gpu, None, None, (), tuple(counts), largest, srch.num_estimates)
-    minimum = srch.relax(first)
-    price = srch.gpu.hourly_price_usd
-    base_lora = base.model.lora_rank > 0
-    candidates = [minimum]
-    if minimum.step_s is not None:
-        c = minimum.knobs.num_gpus
-        targets = []
-        for m in RECOMMEND_MULTIPLES[1:]:
-            n = next((x for x in counts if x >= m * c), None)
-            if n is not None and n not in targets and n != c:
-                targets.append(n)
-        for n in targets:
-            ev = srch.at_count(n, hint=candidates[-1].knobs)
-            if ev is None:
-                continue
-            worse = selection_key(ev, base_lora, price) > selection_key(candidates[-1], base_lora, price)
-            candidates.append(ev)
-            if worse:
-                break
-    recommended = min(candidates, key=lambda e: selection_key(e, base_lora, price))
-    return GpuResult(srch.gpu, minimum, recommended, tuple(candidates), tuple(counts), None, srch.num_estimates)
-
-
-def cost_per_step_usd(step_s: float, num_gpus: int, hourly_price_usd: float) -> float:
-    """GPU-hours of one step times the (editable, example) price per GPU-hour."""
-    return step_s * num_gpus * hourly_price_usd / 3600.0
-
-
-__all__ = [
-    "GpuResult",
-    "GpuSearch",
-    "cost_per_step_usd",
-    "search_gpu",
-    "selection_key",
-    # defined in calculator.planning.space, importable from here as before
-    "CRITIC_BUDGET_FACTOR",
-    "LORA_RANK",
-    "ROLLOUT_TP_CHOICES",
-    "TOKEN_BUDGETS",
-    "ULYSSES_SP_CHOICES",
-    "UTIL_GRID",
-    "BatchOption",
-    "Evaluation",
-    "Knobs",
-    "batch_overrides",
-    "gpu_count_ladder",
-]
+__all__ = ["GpuSearch"]

@@ -18,8 +18,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import yaml
 
 from calculator.inputs.scenario import Scenario
 from calculator.resolve.roles import need_critic
@@ -35,7 +38,7 @@ from calculator.verl.fields import (
 )
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
-from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH
+from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, KeyMap
 
 
 @dataclass
@@ -47,55 +50,99 @@ class Export:
     scenario_name: str = ""
 
 
-def _verl_items(s: Scenario, base: Scenario | None) -> list[tuple[str, str, Any]]:
-    eng = engine_of(s)
-    defaults = verl_defaults(eng)
-    items: list[tuple[str, str, Any]] = []
-    if eng == "megatron":
-        items.append(("actor", "model_engine", "megatron"))
-    for km in KEY_MAPS:
-        native = km.native
-        if eng not in km.engines or native in ("hardware.num_gpus", "hardware.gpus_per_node", "actor.strategy"):
-            continue
-        value = _get(s, native)
-        differs_from_base = base is not None and _get(base, native) != value
-        if native == "critic.strategy":
-            if eng == "megatron":
-                continue
-            effective = value or s.actor.strategy
-            if effective == "megatron":
-                continue  # a Megatron critic beside an FSDP actor: not expressible, goes to # rlplan
-            if (need_critic(s) or value is not None or differs_from_base) and effective != defaults[km.verl]:
-                items.append((km.group, km.verl, effective))
-            continue
-        if native == "critic.model_path":
-            if need_critic(s) or value is not None or differs_from_base:
-                items.append((km.group, km.verl, _to_verl_value(native, value, s)))
-            continue
-        if native == "reward_model.model_path":
-            if s.reward_model.enable or value is not None or differs_from_base:
-                items.append((km.group, km.verl, _to_verl_value(native, value, s)))
-            continue
-        if native == "rollout.kv_cache_dtype":
-            if value != "auto":
-                name = s.rollout.name
-                items.append((km.group, f"+{_R}.engine_kwargs.{name}.kv_cache_dtype", _kv_dtype_to_verl(value, name)))
-            continue
-        if native == "actor.optim.optimizer" and eng == "megatron":
-            verl_value = _to_verl_value(native, value, s)
-            if verl_value not in ("adam", "sgd"):
-                continue  # Megatron offers adam / sgd / muon only: goes to # rlplan
-            if verl_value != defaults[km.verl] or differs_from_base:
-                items.append((km.group, km.verl, verl_value))
-            continue
-        default = native_default(native)
-        if value == default and not differs_from_base and not (native in ALWAYS_EMIT and value is not None):
-            continue
-        if value is None:
-            # back to verl's default (an interpolation for the "inherit" fields)
-            items.append((km.group, km.verl, defaults.get(km.verl)))
-            continue
-        items.append((km.group, km.verl, _to_verl_value(native, value, s)))
+Item = tuple[str, str, Any]  # (group, verl key, value)
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One mapped Scenario field of the scenario being exported."""
+
+    km: KeyMap
+    value: Any
+    differs_from_base: bool  # the base scenario (if any) has another value: emit it so it is restored
+    s: Scenario
+    engine: str
+    defaults: dict[str, Any]  # verl's defaults for the engine
+
+    def item(self, value: Any, key: str | None = None) -> list[Item]:
+        return [(self.km.group, key or self.km.verl, value)]
+
+
+def _critic_strategy(f: _Field) -> list[Item]:
+    if f.engine == "megatron":
+        return []
+    effective = f.value or f.s.actor.strategy
+    if effective == "megatron":
+        return []  # a Megatron critic beside an FSDP actor: not expressible, goes to # rlplan
+    if (need_critic(f.s) or f.value is not None or f.differs_from_base) and effective != f.defaults[f.km.verl]:
+        return f.item(effective)
+    return []
+
+
+def _model_path_of(used: Callable[[Scenario], bool]) -> Callable[[_Field], list[Item]]:
+    """A second model's path (critic, reward model): emitted when that model runs or the path is set."""
+
+    def items(f: _Field) -> list[Item]:
+        if used(f.s) or f.value is not None or f.differs_from_base:
+            return f.item(_to_verl_value(f.km.native, f.value, f.s))
+        return []
+
+    return items
+
+
+def _kv_cache_dtype(f: _Field) -> list[Item]:
+    if f.value == "auto":
+        return []
+    name = f.s.rollout.name
+    return f.item(_kv_dtype_to_verl(f.value, name), key=f"+{_R}.engine_kwargs.{name}.kv_cache_dtype")
+
+
+def _optimizer(f: _Field) -> list[Item] | None:
+    if f.engine != "megatron":
+        return None  # FSDP: the generic rule
+    verl_value = _to_verl_value(f.km.native, f.value, f.s)
+    if verl_value not in ("adam", "sgd"):
+        return []  # Megatron offers adam / sgd / muon only: goes to # rlplan
+    return f.item(verl_value) if verl_value != f.defaults[f.km.verl] or f.differs_from_base else []
+
+
+# Fields whose export is not the generic rule; a handler returning None falls back to it.
+_SPECIAL: dict[str, Callable[[_Field], list[Item] | None]] = {
+    "critic.strategy": _critic_strategy,
+    "critic.model_path": _model_path_of(need_critic),
+    "reward_model.model_path": _model_path_of(lambda s: s.reward_model.enable),
+    "rollout.kv_cache_dtype": _kv_cache_dtype,
+    "actor.optim.optimizer": _optimizer,
+}
+# Fields a launch spells otherwise: the cluster shape (trainer.*) and the actor strategy (model_engine).
+_NOT_KEYED = frozenset({"hardware.num_gpus", "hardware.gpus_per_node", "actor.strategy"})
+
+
+def _generic(f: _Field) -> list[Item]:
+    """A value that differs from the default (or from the base, or one a launch always needs)."""
+    native = f.km.native
+    if (
+        f.value == native_default(native)
+        and not f.differs_from_base
+        and not (native in ALWAYS_EMIT and f.value is not None)
+    ):
+        return []
+    if f.value is None:
+        return f.item(f.defaults.get(f.km.verl))  # back to verl's default (an interpolation for "inherit" fields)
+    return f.item(_to_verl_value(native, f.value, f.s))
+
+
+def _field_items(km: KeyMap, s: Scenario, base: Scenario | None, engine: str, defaults: dict[str, Any]) -> list[Item]:
+    value = _get(s, km.native)
+    f = _Field(km, value, base is not None and _get(base, km.native) != value, s, engine, defaults)
+    special = _SPECIAL.get(km.native)
+    out = special(f) if special is not None else None
+    return _generic(f) if out is None else out
+
+
+def _launch_items(s: Scenario) -> list[Item]:
+    """Keys a launch needs beside the mapped fields: FSDP2, the reward model's engine, the cluster shape."""
+    items: list[Item] = []
     if s.actor.strategy == "fsdp2":
         items.append(("actor", f"{_A}.strategy", "fsdp2"))
     if s.reward_model.enable:
@@ -103,6 +150,17 @@ def _verl_items(s: Scenario, base: Scenario | None) -> list[tuple[str, str, Any]
     per_node = min(s.hardware.num_gpus, s.hardware.gpus_per_node)
     items.append(("trainer", "trainer.n_gpus_per_node", per_node))
     items.append(("trainer", "trainer.nnodes", max(1, s.hardware.num_gpus // per_node)))
+    return items
+
+
+def _verl_items(s: Scenario, base: Scenario | None) -> list[Item]:
+    eng = engine_of(s)
+    defaults = verl_defaults(eng)
+    items: list[Item] = [("actor", "model_engine", "megatron")] if eng == "megatron" else []
+    for km in KEY_MAPS:
+        if eng in km.engines and km.native not in _NOT_KEYED:
+            items += _field_items(km, s, base, eng, defaults)
+    items += _launch_items(s)
     order = {g: i for i, g in enumerate(GROUPS)}
     return sorted(items, key=lambda it: order[it[0]])  # stable: keeps KEY_MAPS order within a group
 
@@ -198,8 +256,6 @@ def _nest(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def export_yaml(scenario: Scenario, base: Scenario | None = None) -> str:
     """The same settings as a nested verl YAML fragment, one ``# group`` comment per role, with
     ``# rlplan:`` comment lines on top. ``import_verl_text`` reads it back."""
-    import yaml
-
     exp = export_scenario(scenario, base)
     out = [
         f"# verl 0.9.1 settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",

@@ -12,6 +12,7 @@ verl 0.9.1's for every mapped field (checked against the wheel by ``tests/test_v
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
@@ -168,65 +169,93 @@ def _to_verl_value(native: str, value: Any, s: Scenario) -> Any:
     return value
 
 
-def _to_native(native: str, value: Any, key: str, res: _Resolver) -> tuple[bool, Any, str | None]:
-    """Convert a resolved verl value to the native field's value: (ok, value, note)."""
-    if native == "model.path":
-        if not isinstance(value, str):
-            return False, None, f"verl {key}={value!r}: not a path; ignored"
-        if value == VERL_PLACEHOLDER_MODEL_PATH:
-            return False, None, f"verl {key}: verl's placeholder default ({value}); set the model (--model)"
-        mid = _model_id_from_path(value)
-        if mid is None:
-            return (
-                False,
-                None,
-                f"verl override {key}={value}: not a model preset; the model comes from the base scenario or "
-                "--model (a preset id or a config.json)",
-            )
-        return True, mid, None
-    if native in ("critic.model_path", "reward_model.model_path"):
-        if value is None or value == VERL_PLACEHOLDER_MODEL_PATH:
-            return True, None, None
-        try:
-            actor_path = res.value(f"{_M}.path")
-        except _Unresolved:
-            actor_path = None
-        if isinstance(value, str) and actor_path is not None and value.rstrip("/") == str(actor_path).rstrip("/"):
-            return True, None, None  # same model as the actor: rlplan's default
-        mid = _model_id_from_path(str(value))
-        if mid is None:
-            return False, None, f"verl override {key}={value}: not a model preset; the actor's model is used"
-        return True, mid, None
-    if native == "critic.strategy":
-        try:
-            actor = res.value(f"{_A}.strategy")
-        except _Unresolved:
-            actor = None
-        if value == actor:
-            return True, None, None
-    if native == "model.target_modules":
-        for name, modules in TARGET_MODULES.items():
-            if value == modules or (
-                isinstance(value, list) and isinstance(modules, list) and set(value) == set(modules)
-            ):
-                return True, name, None
+Converted = tuple[bool, Any, str | None]  # (ok, native value, note)
+
+
+def _model_path(value: Any, key: str, res: _Resolver) -> Converted:
+    if not isinstance(value, str):
+        return False, None, f"verl {key}={value!r}: not a path; ignored"
+    if value == VERL_PLACEHOLDER_MODEL_PATH:
+        return False, None, f"verl {key}: verl's placeholder default ({value}); set the model (--model)"
+    mid = _model_id_from_path(value)
+    if mid is None:
         return (
             False,
             None,
-            f"verl {key}={value!r}: only all-linear, attention and mlp module sets are modelled; ignored",
+            f"verl override {key}={value}: not a model preset; the model comes from the base scenario or "
+            "--model (a preset id or a config.json)",
         )
-    if native == "rollout.quantization":
-        if value is None:
-            return True, "none", None
-    if native == "rollout.kv_cache_dtype":
-        if value in (None, "auto"):
-            return True, "auto", None
-        if isinstance(value, str) and value.startswith("fp8"):
-            return True, "fp8", None
-    if native == "actor.optim.optimizer":
-        value = {"adamw": "AdamW", "adam": "adam", "sgd": "SGD", "adafactor": "Adafactor"}.get(
-            str(value).lower(), value
-        )
+    return True, mid, None
+
+
+def _resolved_or_none(res: _Resolver, key: str) -> Any:
+    try:
+        return res.value(key)
+    except _Unresolved:
+        return None
+
+
+def _second_model_path(value: Any, key: str, res: _Resolver) -> Converted:
+    """The critic's or reward model's path: None (rlplan's default) when it is the actor's model."""
+    if value is None or value == VERL_PLACEHOLDER_MODEL_PATH:
+        return True, None, None
+    actor_path = _resolved_or_none(res, f"{_M}.path")
+    if isinstance(value, str) and actor_path is not None and value.rstrip("/") == str(actor_path).rstrip("/"):
+        return True, None, None  # same model as the actor: rlplan's default
+    mid = _model_id_from_path(str(value))
+    if mid is None:
+        return False, None, f"verl override {key}={value}: not a model preset; the actor's model is used"
+    return True, mid, None
+
+
+def _critic_strategy(value: Any, key: str, res: _Resolver) -> Converted | None:
+    """None (inherit the actor's) when it equals the actor's strategy."""
+    return (True, None, None) if value == _resolved_or_none(res, f"{_A}.strategy") else None
+
+
+def _target_modules(value: Any, key: str, res: _Resolver) -> Converted:
+    for name, modules in TARGET_MODULES.items():
+        if value == modules or (isinstance(value, list) and isinstance(modules, list) and set(value) == set(modules)):
+            return True, name, None
+    return False, None, f"verl {key}={value!r}: only all-linear, attention and mlp module sets are modelled; ignored"
+
+
+def _quantization(value: Any, key: str, res: _Resolver) -> Converted | None:
+    return (True, "none", None) if value is None else None
+
+
+def _kv_cache_dtype(value: Any, key: str, res: _Resolver) -> Converted | None:
+    if value in (None, "auto"):
+        return True, "auto", None
+    if isinstance(value, str) and value.startswith("fp8"):
+        return True, "fp8", None
+    return None
+
+
+# Fields whose verl value needs more than the generic check; a converter returning None falls back to it.
+_TO_NATIVE: dict[str, Callable[[Any, str, _Resolver], Converted | None]] = {
+    "model.path": _model_path,
+    "critic.model_path": _second_model_path,
+    "reward_model.model_path": _second_model_path,
+    "critic.strategy": _critic_strategy,
+    "model.target_modules": _target_modules,
+    "rollout.quantization": _quantization,
+    "rollout.kv_cache_dtype": _kv_cache_dtype,
+}
+# verl spellings (lower-cased) of a field's values.
+_NATIVE_ALIASES: dict[str, dict[str, str]] = {
+    "actor.optim.optimizer": {"adamw": "AdamW", "adam": "adam", "sgd": "SGD", "adafactor": "Adafactor"},
+}
+
+
+def _to_native(native: str, value: Any, key: str, res: _Resolver) -> Converted:
+    """Convert a resolved verl value to the native field's value: (ok, value, note)."""
+    special = _TO_NATIVE.get(native)
+    converted = special(value, key, res) if special is not None else None
+    if converted is not None:
+        return converted
+    if native in _NATIVE_ALIASES:
+        value = _NATIVE_ALIASES[native].get(str(value).lower(), value)
     if value is None and not _nullable(native):
         return False, None, None  # verl's null = "not set" (e.g. the legacy reward_model.* block)
     allowed = _literal_values(native)

@@ -5,12 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculator import estimate
-from calculator.errors import InputError
-from calculator.inputs.presets import MAX_INPUT_BYTES
-from calculator.inputs.scenario import Scenario
-from calculator.loading import load_scenario_with_warnings
-from calculator.report.models import Report
+from calculator import MAX_INPUT_BYTES, InputError, Report, Scenario, estimate, load_scenario_with_warnings
 from ui import figures, keys, render, state, summary
 from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
 from ui.i18n import tr

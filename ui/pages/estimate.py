@@ -8,8 +8,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from calculator import estimate
-from calculator.report.models import Report
+from calculator import Report, estimate
 from ui import figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure
 from ui.i18n import tr, tr_or

@@ -8,8 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from calculator.inputs.scenario import Scenario
-from calculator.planning.planner import plan
+from calculator import Scenario, plan
 from ui import inputs, keys, render, state
 from ui.fields import encode_value
 from ui.i18n import tr

@@ -7,8 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from calculator.inputs.scenario import Scenario
-from calculator.planning.tradeoff import TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
+from calculator import Scenario, TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
 from ui import inputs, keys, render, state
 from ui.fields import encode_value
 from ui.figures_time import tradeoff_figure

@@ -5,11 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculator.errors import InputError
-from calculator.inputs.presets import MAX_INPUT_BYTES
-from calculator.inputs.scenario import Scenario
-from calculator.loading import load_scenario_with_warnings
-from calculator.verl import format_overrides
+from calculator import MAX_INPUT_BYTES, InputError, Scenario, format_overrides, load_scenario_with_warnings
 from ui import inputs, keys, render, state
 from ui.fields import encode_value, scenario_flat, settings_diff
 from ui.i18n import tr

@@ -42,61 +42,67 @@ from calculator.verl.checks.resolved import (
 )
 
 
-def _batch_rules(s: Scenario) -> list[ConfigProblem]:
-    out: list[ConfigProblem] = []
-    g = s.hardware.num_gpus
-    n = s.rollout.n
+def _megatron_world_size_rule(s: Scenario) -> list[ConfigProblem]:
+    g, m = s.hardware.num_gpus, s.actor.megatron
+    if not g % _megatron_mp(m):
+        return []
+    return [
+        _p(
+            "megatron_world_size",
+            "error",
+            f"n_gpus ({g}) must be divisible by model_parallel_size "
+            f"({m.tensor_model_parallel_size * m.pipeline_model_parallel_size}) times "
+            f"context_parallel_size ({m.context_parallel_size}). Change the GPU count or "
+            "actor.megatron tensor/pipeline/context parallel sizes.",
+            SRC_VALIDATE,
+        )
+    ]
+
+
+def _train_batch_rules(s: Scenario) -> list[ConfigProblem]:
+    """validate_config: real_train_batch_size % minimal_bsz, train >= mini (only without dynamic batch size)."""
     a = s.actor
-    tb = s.data.train_batch_size
-
-    # validate_config: real_train_batch_size % minimal_bsz (only without dynamic batch size)
-    if not a.use_dynamic_bsz:
-        if a.strategy == "megatron":
-            m = a.megatron
-            mp = _megatron_mp(m)
-            if g % mp:
-                out.append(
-                    _p(
-                        "megatron_world_size",
-                        "error",
-                        f"n_gpus ({g}) must be divisible by model_parallel_size "
-                        f"({m.tensor_model_parallel_size * m.pipeline_model_parallel_size}) times "
-                        f"context_parallel_size ({m.context_parallel_size}). Change the GPU count or "
-                        "actor.megatron tensor/pipeline/context parallel sizes.",
-                        SRC_VALIDATE,
-                    )
-                )
-            minimal = (g // mp) * (a.ppo_micro_batch_size_per_gpu or 1)
-        else:
-            minimal = g
-        if minimal and (tb * n) % minimal:
-            out.append(
-                _p(
-                    "real_train_batch_size",
-                    "error",
-                    f"real_train_batch_size ({tb * n}) must be divisible by minimal possible batch size ({minimal}). "
-                    f"data.train_batch_size x rollout.n ({tb} x {n}) must be a multiple of "
-                    + ("the GPU count" if a.strategy != "megatron" else "Megatron DP x ppo_micro_batch_size_per_gpu")
-                    + ": change data.train_batch_size, rollout.n or the GPU count.",
-                    SRC_VALIDATE,
-                )
+    if a.use_dynamic_bsz:
+        return []
+    out: list[ConfigProblem] = []
+    g, n, tb = s.hardware.num_gpus, s.rollout.n, s.data.train_batch_size
+    if a.strategy == "megatron":
+        out += _megatron_world_size_rule(s)
+        minimal = (g // _megatron_mp(a.megatron)) * (a.ppo_micro_batch_size_per_gpu or 1)
+    else:
+        minimal = g
+    if minimal and (tb * n) % minimal:
+        out.append(
+            _p(
+                "real_train_batch_size",
+                "error",
+                f"real_train_batch_size ({tb * n}) must be divisible by minimal possible batch size ({minimal}). "
+                f"data.train_batch_size x rollout.n ({tb} x {n}) must be a multiple of "
+                + ("the GPU count" if a.strategy != "megatron" else "Megatron DP x ppo_micro_batch_size_per_gpu")
+                + ": change data.train_batch_size, rollout.n or the GPU count.",
+                SRC_VALIDATE,
             )
-        if tb < a.ppo_mini_batch_size:
-            out.append(
-                _p(
-                    "train_batch_ge_mini",
-                    "error",
-                    f"train_batch_size ({tb}) must be >= actor.ppo_mini_batch_size ({a.ppo_mini_batch_size}). "
-                    "Lower actor.ppo_mini_batch_size.",
-                    SRC_ACTOR_VALIDATE,
-                )
+        )
+    if tb < a.ppo_mini_batch_size:
+        out.append(
+            _p(
+                "train_batch_ge_mini",
+                "error",
+                f"train_batch_size ({tb}) must be >= actor.ppo_mini_batch_size ({a.ppo_mini_batch_size}). "
+                "Lower actor.ppo_mini_batch_size.",
+                SRC_ACTOR_VALIDATE,
             )
+        )
+    return out
 
-    # the trainer asks for ppo_mini_batch_size x n sequences per mini-batch; each DP rank takes 1/dp of it
+
+def _mini_batch_rules(s: Scenario) -> list[ConfigProblem]:
+    """The trainer asks for ppo_mini_batch_size x n sequences per mini-batch; each DP rank takes 1/dp of it."""
+    a, n = s.actor, s.rollout.n
     dp = actor_dp(s)
     mini = a.ppo_mini_batch_size * n
     if mini % dp:
-        out.append(
+        return [
             _p(
                 "mini_batch_dp",
                 "error",
@@ -105,9 +111,9 @@ def _batch_rules(s: Scenario) -> list[ConfigProblem]:
                 f"actor's data-parallel size {dp}. Change actor.ppo_mini_batch_size or rollout.n.",
                 SRC_MINI,
             )
-        )
-    elif not a.use_dynamic_bsz and a.ppo_micro_batch_size_per_gpu and (mini // dp) % a.ppo_micro_batch_size_per_gpu:
-        out.append(
+        ]
+    if not a.use_dynamic_bsz and a.ppo_micro_batch_size_per_gpu and (mini // dp) % a.ppo_micro_batch_size_per_gpu:
+        return [
             _p(
                 "micro_divides_mini",
                 "error",
@@ -116,14 +122,17 @@ def _batch_rules(s: Scenario) -> list[ConfigProblem]:
                 f"({a.ppo_micro_batch_size_per_gpu}). Pick a micro-batch that divides {mini // dp}.",
                 SRC_MICRO,
             )
-        )
+        ]
+    return []
 
-    # old_log_prob / ref micro-batches over each rank's share of the padded batch
+
+def _log_prob_micro_rules(s: Scenario) -> list[ConfigProblem]:
+    """old_log_prob / ref micro-batches over each rank's share of the padded batch."""
     total = padded_batch(s)
     passes: list[tuple[str, int, int | None, bool]] = [
         (
             "rollout.log_prob_micro_batch_size_per_gpu",
-            dp,
+            actor_dp(s),
             s.rollout.log_prob_micro_batch_size_per_gpu,
             _rollout_dynamic(s),
         )
@@ -132,11 +141,12 @@ def _batch_rules(s: Scenario) -> list[ConfigProblem]:
         passes.append(
             (
                 "ref.log_prob_micro_batch_size_per_gpu",
-                max(1, g // _ref_sp(s)),
+                max(1, s.hardware.num_gpus // _ref_sp(s)),
                 s.ref.log_prob_micro_batch_size_per_gpu,
                 _ref_dynamic(s),
             )
         )
+    out: list[ConfigProblem] = []
     for name, pdp, micro, dynamic in passes:
         if dynamic or not micro or total % pdp:
             continue
@@ -152,8 +162,13 @@ def _batch_rules(s: Scenario) -> list[ConfigProblem]:
                     SRC_MICRO,
                 )
             )
+    return out
 
-    # micro-batch sizes verl requires when dynamic batching is off
+
+def _micro_required_rules(s: Scenario) -> list[ConfigProblem]:
+    """Micro-batch sizes verl requires when dynamic batching is off."""
+    a = s.actor
+    out: list[ConfigProblem] = []
     if not a.use_dynamic_bsz and s.rollout.log_prob_micro_batch_size_per_gpu is None:
         out.append(
             _p(
@@ -166,98 +181,126 @@ def _batch_rules(s: Scenario) -> list[ConfigProblem]:
                 SRC_VALIDATE,
             )
         )
-    if need_ref(s) and s.ref.log_prob_micro_batch_size_per_gpu is None:
-        if not a.use_dynamic_bsz:
-            out.append(
-                _p(
-                    "micro_batch_required",
-                    "error",
-                    "[actor_rollout_ref.ref] Please set at least one of 'actor_rollout_ref.ref.log_prob_micro_batch_size' "
-                    "or 'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu'. "
-                    "Set ref.log_prob_micro_batch_size_per_gpu.",
-                    SRC_VALIDATE,
-                )
-            )
-        elif not _ref_dynamic(s):
-            out.append(
-                _p(
-                    "micro_batch_required",
-                    "error",
-                    "[actor] Please set at least one of 'actor.ppo_micro_batch_size' or "
-                    "'actor.ppo_micro_batch_size_per_gpu' if use_dynamic_bsz is not enabled. (The ref's config is "
-                    "built as an actor config with ref.log_prob_use_dynamic_bsz=false.) Set "
-                    "ref.log_prob_micro_batch_size_per_gpu or ref.log_prob_use_dynamic_bsz=true.",
-                    f"{SRC_INIT}; {SRC_ACTOR_POST}",
-                )
-            )
-
-    # actor.use_dynamic_bsz must equal rollout.log_prob_use_dynamic_bsz
-    if a.use_dynamic_bsz != _rollout_dynamic(s):
+    if not need_ref(s) or s.ref.log_prob_micro_batch_size_per_gpu is not None:
+        return out
+    if not a.use_dynamic_bsz:
         out.append(
             _p(
-                "dynamic_bsz_mismatch",
+                "micro_batch_required",
                 "error",
-                "AssertionError (no message) at assert self.config.actor.use_dynamic_bsz == "
-                f"self.config.rollout.log_prob_use_dynamic_bsz: actor.use_dynamic_bsz={a.use_dynamic_bsz} but "
-                f"rollout.log_prob_use_dynamic_bsz={_rollout_dynamic(s)}. Set both the same (or leave the rollout "
-                "one unset: it inherits the actor's).",
-                SRC_INIT,
+                "[actor_rollout_ref.ref] Please set at least one of 'actor_rollout_ref.ref.log_prob_micro_batch_size' "
+                "or 'actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu'. "
+                "Set ref.log_prob_micro_batch_size_per_gpu.",
+                SRC_VALIDATE,
             )
         )
-
-    # critic batches (validated only when the critic is used: validate_config(use_critic=need_critic))
-    if need_critic(s):
-        c = s.critic
-        cmini = c.ppo_mini_batch_size or a.ppo_mini_batch_size
-        cdyn = _critic_dynamic_config(s)
-        if not cdyn and c.ppo_micro_batch_size_per_gpu is None:
-            out.append(
-                _p(
-                    "micro_batch_required",
-                    "error",
-                    "[critic] Please set at least one of 'critic.micro_batch_size' or 'critic.micro_batch_size_per_gpu'. "
-                    "Set critic.ppo_micro_batch_size_per_gpu (or critic.use_dynamic_bsz=true).",
-                    SRC_CRITIC_POST,
-                )
+    elif not _ref_dynamic(s):
+        out.append(
+            _p(
+                "micro_batch_required",
+                "error",
+                "[actor] Please set at least one of 'actor.ppo_micro_batch_size' or "
+                "'actor.ppo_micro_batch_size_per_gpu' if use_dynamic_bsz is not enabled. (The ref's config is "
+                "built as an actor config with ref.log_prob_use_dynamic_bsz=false.) Set "
+                "ref.log_prob_micro_batch_size_per_gpu or ref.log_prob_use_dynamic_bsz=true.",
+                f"{SRC_INIT}; {SRC_ACTOR_POST}",
             )
-        if not cdyn and tb < cmini:
-            out.append(
-                _p(
-                    "train_batch_ge_mini",
-                    "error",
-                    f"train_batch_size ({tb}) must be >= critic.ppo_mini_batch_size ({cmini}). "
-                    "Lower critic.ppo_mini_batch_size.",
-                    SRC_CRITIC_VALIDATE,
-                )
-            )
-        cdp = critic_dp(s)
-        if (cmini * n) % cdp:
-            out.append(
-                _p(
-                    "mini_batch_dp",
-                    "error",
-                    f"AssertionError: Got mini_batch_size={cmini * n} and self.engine.get_data_parallel_size()={cdp}: "
-                    f"critic.ppo_mini_batch_size x rollout.n ({cmini} x {n}) must be a multiple of the critic's "
-                    f"data-parallel size {cdp}.",
-                    f"{SRC_MINI} (called from trainer/ppo/v1/trainer_base.py _update_critic)",
-                )
-            )
-        set_micro = c.ppo_micro_batch_size_per_gpu is not None or c.forward_micro_batch_size_per_gpu is not None
-        if set_micro or c.ppo_max_token_len_per_gpu != CRITIC_V1_TOKEN_BUDGET or c.forward_max_token_len_per_gpu:
-            out.append(
-                _p(
-                    "critic_v1_batching",
-                    "warning",
-                    "verl 0.9.1's V1 trainer runs the critic engine with dynamic batching and a "
-                    f"{CRITIC_V1_TOKEN_BUDGET}-token budget per GPU (critic.ppo_infer_max_token_len_per_gpu, a dataclass "
-                    "field not in the YAML: change it with +critic.ppo_infer_max_token_len_per_gpu=N); "
-                    "critic.ppo_micro_batch_size_per_gpu, forward_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu "
-                    "and forward_max_token_len_per_gpu are validated but not used by the engine.",
-                    "verl/trainer/ppo/v1/trainer_base.py:PPOTrainer._setup (critic_cfg.engine.*max_token_len_per_gpu); "
-                    "verl/workers/config/engine.py:EngineConfig.use_dynamic_bsz",
-                )
-            )
+        )
     return out
+
+
+def _dynamic_flag_rules(s: Scenario) -> list[ConfigProblem]:
+    """actor.use_dynamic_bsz must equal rollout.log_prob_use_dynamic_bsz."""
+    a = s.actor
+    if a.use_dynamic_bsz == _rollout_dynamic(s):
+        return []
+    return [
+        _p(
+            "dynamic_bsz_mismatch",
+            "error",
+            "AssertionError (no message) at assert self.config.actor.use_dynamic_bsz == "
+            f"self.config.rollout.log_prob_use_dynamic_bsz: actor.use_dynamic_bsz={a.use_dynamic_bsz} but "
+            f"rollout.log_prob_use_dynamic_bsz={_rollout_dynamic(s)}. Set both the same (or leave the rollout "
+            "one unset: it inherits the actor's).",
+            SRC_INIT,
+        )
+    ]
+
+
+def _critic_batch_rules(s: Scenario) -> list[ConfigProblem]:
+    """Critic batches (validated only when the critic is used: validate_config(use_critic=need_critic))."""
+    if not need_critic(s):
+        return []
+    out: list[ConfigProblem] = []
+    c, n, tb = s.critic, s.rollout.n, s.data.train_batch_size
+    cmini = c.ppo_mini_batch_size or s.actor.ppo_mini_batch_size
+    cdyn = _critic_dynamic_config(s)
+    if not cdyn and c.ppo_micro_batch_size_per_gpu is None:
+        out.append(
+            _p(
+                "micro_batch_required",
+                "error",
+                "[critic] Please set at least one of 'critic.micro_batch_size' or 'critic.micro_batch_size_per_gpu'. "
+                "Set critic.ppo_micro_batch_size_per_gpu (or critic.use_dynamic_bsz=true).",
+                SRC_CRITIC_POST,
+            )
+        )
+    if not cdyn and tb < cmini:
+        out.append(
+            _p(
+                "train_batch_ge_mini",
+                "error",
+                f"train_batch_size ({tb}) must be >= critic.ppo_mini_batch_size ({cmini}). "
+                "Lower critic.ppo_mini_batch_size.",
+                SRC_CRITIC_VALIDATE,
+            )
+        )
+    cdp = critic_dp(s)
+    if (cmini * n) % cdp:
+        out.append(
+            _p(
+                "mini_batch_dp",
+                "error",
+                f"AssertionError: Got mini_batch_size={cmini * n} and self.engine.get_data_parallel_size()={cdp}: "
+                f"critic.ppo_mini_batch_size x rollout.n ({cmini} x {n}) must be a multiple of the critic's "
+                f"data-parallel size {cdp}.",
+                f"{SRC_MINI} (called from trainer/ppo/v1/trainer_base.py _update_critic)",
+            )
+        )
+    return out + _critic_v1_batching_rule(s)
+
+
+def _critic_v1_batching_rule(s: Scenario) -> list[ConfigProblem]:
+    """The V1 trainer ignores the critic's micro-batch and token-budget settings (warning)."""
+    c = s.critic
+    set_micro = c.ppo_micro_batch_size_per_gpu is not None or c.forward_micro_batch_size_per_gpu is not None
+    if not (set_micro or c.ppo_max_token_len_per_gpu != CRITIC_V1_TOKEN_BUDGET or c.forward_max_token_len_per_gpu):
+        return []
+    return [
+        _p(
+            "critic_v1_batching",
+            "warning",
+            "verl 0.9.1's V1 trainer runs the critic engine with dynamic batching and a "
+            f"{CRITIC_V1_TOKEN_BUDGET}-token budget per GPU (critic.ppo_infer_max_token_len_per_gpu, a dataclass "
+            "field not in the YAML: change it with +critic.ppo_infer_max_token_len_per_gpu=N); "
+            "critic.ppo_micro_batch_size_per_gpu, forward_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu "
+            "and forward_max_token_len_per_gpu are validated but not used by the engine.",
+            "verl/trainer/ppo/v1/trainer_base.py:PPOTrainer._setup (critic_cfg.engine.*max_token_len_per_gpu); "
+            "verl/workers/config/engine.py:EngineConfig.use_dynamic_bsz",
+        )
+    ]
+
+
+def _batch_rules(s: Scenario) -> list[ConfigProblem]:
+    """Every batch-size rule, in verl's order of checking."""
+    return (
+        _train_batch_rules(s)
+        + _mini_batch_rules(s)
+        + _log_prob_micro_rules(s)
+        + _micro_required_rules(s)
+        + _dynamic_flag_rules(s)
+        + _critic_batch_rules(s)
+    )
 
 
 def _dynamic_rules(s: Scenario) -> list[ConfigProblem]:

@@ -44,7 +44,8 @@ def _arch(s: Scenario) -> Architecture | None:
         return None
 
 
-def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
+def _rollout_world_rules(s: Scenario) -> list[ConfigProblem]:
+    """Rollout TP x DP (and EP) against the GPUs and the nodes."""
     out: list[ConfigProblem] = []
     g = s.hardware.num_gpus
     r = s.rollout
@@ -90,10 +91,16 @@ def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
                 "verl/workers/config/rollout.py:RolloutConfig.__post_init__",
             )
         )
-    if arch is None:
-        return out
+    return out
+
+
+def _rollout_tp_heads_rule(s: Scenario, arch: Architecture) -> list[ConfigProblem]:
+    """The engine shards attention heads (and KV heads, or replicates them) over rollout TP."""
+    r = s.rollout
+    tp = r.tensor_model_parallel_size
     src = SRC_HEADS_VLLM if r.name == "vllm" else SRC_HEADS_SGLANG
     heads, kv = arch.num_attention_heads, arch.num_kv_heads
+    out: list[ConfigProblem] = []
     if heads % tp:
         out.append(
             _p(
@@ -115,7 +122,13 @@ def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
                 src,
             )
         )
-    # Ulysses SP: attention heads split over SP ranks
+    return out
+
+
+def _ulysses_heads_rules(s: Scenario, arch: Architecture) -> list[ConfigProblem]:
+    """Ulysses SP: attention heads split over SP ranks (actor, ref, critic)."""
+    heads, kv = arch.num_attention_heads, arch.num_kv_heads
+    out: list[ConfigProblem] = []
     for role, sp, on in (
         ("actor", _actor_sp(s), True),
         ("ref", _ref_sp(s), need_ref(s) and s.model.lora_rank == 0),
@@ -144,6 +157,14 @@ def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
                 )
             )
     return out
+
+
+def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
+    """Rollout world size and node rules, then (with a known model) heads over rollout TP and Ulysses SP."""
+    out = _rollout_world_rules(s)
+    if arch is None:
+        return out
+    return out + _rollout_tp_heads_rule(s, arch) + _ulysses_heads_rules(s, arch)
 
 
 def _parallel_rules(s: Scenario) -> list[ConfigProblem]:

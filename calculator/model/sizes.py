@@ -1,4 +1,4 @@
-"""An approximate architecture from just a size ("7B dense", "30B-A3B MoE") (pure).
+"""An approximate architecture from just a size ("7B dense", "30B-A3B MoE").
 
 Honest and simple: take the preset of the chosen family whose parameter count is nearest (on a log
 scale), keep its width (hidden size, heads, FFN, vocabulary, experts) and change only the number of
@@ -34,6 +34,8 @@ DEFAULT_MOE_FAMILY = "qwen3-moe"
 
 @dataclass(frozen=True)
 class SizeSpec:
+    """A model size as the user wrote it: total (and active) parameters, dense or MoE."""
+
     total_params: float
     active_params: float | None
     moe: bool
@@ -47,6 +49,8 @@ class SizeSpec:
 
 @dataclass(frozen=True)
 class ApproxModel:
+    """The approximate model: its config.json, the preset it came from and how close it gets."""
+
     config: dict[str, Any]
     base_id: str
     base_name: str
@@ -78,7 +82,7 @@ def parse_size(text: str) -> SizeSpec:
     return SizeSpec(total, active, moe)
 
 
-def families(moe: bool) -> list[str]:
+def model_families(moe: bool) -> list[str]:
     """Model families with at least one preset of the given kind, most presets first."""
     counts: dict[str, int] = {}
     for m in model_presets(strict=False).values():
@@ -152,3 +156,6 @@ def approximate_model(spec: SizeSpec, family: str | None = None) -> ApproxModel:
         active_params=active,
         target=spec,
     )
+
+
+__all__ = ["ApproxModel", "SizeSpec", "approximate_model", "model_families", "parse_size"]

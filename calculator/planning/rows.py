@@ -1,0 +1,160 @@
+"""The planner's result models: one configuration (:class:`RecommendedConfig`), one GPU type
+(:class:`PlanRow`) and the whole table (:class:`Plan`, DESIGN.md 6.4), built from the search results of
+``calculator.planning.recommend``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculator.inputs.scenario import Scenario
+from calculator.planning.recommend import GpuResult, cost_per_step_usd
+from calculator.planning.settings import Setting, settings_diff, verl_override_lines
+from calculator.planning.space import Evaluation
+
+
+class FrozenModel(BaseModel):
+    """Base of the planner's result models: immutable, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RecommendedConfig(FrozenModel):
+    """One configuration of one GPU type: GPU count, verl settings, memory, time and cost."""
+
+    num_gpus: int
+    num_nodes: int
+    gpus_per_node: int
+    settings: dict[str, Setting] = Field(description="verl override keys -> values changed from the input scenario.")
+    verl_overrides: list[str] = Field(description="key=value lines for a launch script, cluster shape included.")
+    peak_gib_per_gpu: float = Field(description="Expected peak (mean lengths), GiB per GPU.")
+    peak_phase: str
+    worst_case_gib_per_gpu: float = Field(description="Peak with every sequence at max length, GiB per GPU.")
+    usable_memory_gib: float
+    headroom_gib: float = Field(description="Usable memory minus the expected peak, GiB per GPU.")
+    step_s: float | None = Field(description="Seconds per training step; null without a throughput model.")
+    tokens_per_s: float | None
+    cost_per_step: float | None = Field(description="USD per step at the hourly price.")
+    cost_per_million_tokens: float | None = Field(description="USD per million tokens at the hourly price.")
+    hourly_price_usd: float = Field(description="Price per GPU-hour used (an editable example).")
+    uses_lora: bool
+
+
+class PlanRow(FrozenModel):
+    """One GPU type: the fewest GPUs that fit and the recommended configuration."""
+
+    gpu: str = Field(description="GPU preset id.")
+    gpu_name: str
+    usable_memory_gib: float
+    hourly_price_usd: float
+    min_gpus: int | None = Field(description="Fewest GPUs that fit; null when nothing up to max_gpus fits.")
+    min_settings: dict[str, Setting] = Field(description="verl overrides of the fastest configuration at min_gpus.")
+    min_config: RecommendedConfig | None
+    recommended: RecommendedConfig | None
+    note: str = ""
+    num_estimates: int
+
+
+class Plan(FrozenModel):
+    """The recommended-hardware table (DESIGN.md 6.4: ``rows`` and ``elapsed_s`` are the stable keys)."""
+
+    rows: list[PlanRow]
+    elapsed_s: float
+    scenario: str
+    model: str
+    margin: float
+    max_gpus: int
+    allow_lora: bool
+    has_step_time: bool = Field(description="False when estimate() gave no step time: costs are null.")
+    num_estimates: int
+    rules: str = Field(description="How rows were found and ranked.")
+
+
+PLAN_RULES = (
+    "fits = expected peak <= usable x (1 - margin), worst case <= usable, engine starts, KV holds max_model_len; "
+    "min_gpus = smallest searched count where any searched setting fits; "
+    "recommended = lowest cost per step (step_s x GPUs x hourly price / 3600) among the fastest settings found "
+    "at 1x, 2x and 4x min_gpus, ties to the shorter step then fewer GPUs; LoRA only where full fine-tuning does not fit."
+)
+
+
+def recommended_config(ev: Evaluation, base: Scenario, price: float) -> RecommendedConfig:
+    """One evaluated configuration as a table entry: its verl settings against ``base``, memory, time, cost."""
+    r, s = ev.report, ev.scenario
+    settings = settings_diff(base, s)
+    step = ev.step_s
+    tps = r.time.tokens_per_s if r.time is not None else None
+    cost = cost_per_step_usd(step, s.hardware.num_gpus, price) if step is not None else None
+    per_million = None
+    if cost is not None and step and tps:
+        per_million = cost / (tps * step / 1e6)
+    return RecommendedConfig(
+        num_gpus=s.hardware.num_gpus,
+        num_nodes=s.hardware.num_nodes,
+        gpus_per_node=s.hardware.gpus_per_node,
+        settings=settings,
+        verl_overrides=verl_override_lines(settings, s.hardware.num_gpus, s.hardware.gpus_per_node),
+        peak_gib_per_gpu=r.peak.gib_per_gpu,
+        peak_phase=r.peak.phase,
+        worst_case_gib_per_gpu=r.peak.worst_case_gib_per_gpu,
+        usable_memory_gib=r.peak.usable_memory_gib,
+        headroom_gib=r.peak.headroom_gib,
+        step_s=step,
+        tokens_per_s=tps,
+        cost_per_step=cost,
+        cost_per_million_tokens=per_million,
+        hourly_price_usd=price,
+        uses_lora=s.model.lora_rank > 0,
+    )
+
+
+def unfit_note(res: GpuResult, max_gpus: int, base: Scenario) -> str:
+    """Why nothing fits ('' when something does)."""
+    if res.minimum is not None:
+        return ""
+    if not res.counts:
+        seqs = base.data.train_batch_size * base.rollout.n
+        return f"no GPU count up to {max_gpus} passes verl's batch rules (train_batch_size x n = {seqs})"
+    top = res.largest_tried
+    if top is None:
+        return f"nothing fits up to {max_gpus} GPUs (no valid configuration at {res.counts[-1]})"
+    return f"nothing fits up to {max_gpus} GPUs; most memory-saving at {res.counts[-1]}: " + "; ".join(top.fit.reasons)
+
+
+def plan_row(res: GpuResult, base: Scenario, price: float, max_gpus: int) -> PlanRow:
+    """One GPU type's search result as a row of the table."""
+    minimum = recommended_config(res.minimum, base, price) if res.minimum else None
+    recommended = recommended_config(res.recommended, base, price) if res.recommended else None
+    return PlanRow(
+        gpu=res.gpu.id,
+        gpu_name=res.gpu.name,
+        usable_memory_gib=res.gpu.usable_memory_gib,
+        hourly_price_usd=price,
+        min_gpus=minimum.num_gpus if minimum else None,
+        min_settings=minimum.settings if minimum else {},
+        min_config=minimum,
+        recommended=recommended,
+        note=unfit_note(res, max_gpus, base),
+        num_estimates=res.num_estimates,
+    )
+
+
+def sort_key(row: PlanRow) -> tuple[Any, ...]:
+    """Default row order: cheapest recommended cost per step first, then fewest GPUs, then GPU id."""
+    rec = row.recommended
+    cost = rec.cost_per_step if rec is not None and rec.cost_per_step is not None else float("inf")
+    return (rec is None, cost, row.min_gpus if row.min_gpus is not None else float("inf"), row.gpu)
+
+
+__all__ = [
+    "PLAN_RULES",
+    "FrozenModel",
+    "Plan",
+    "PlanRow",
+    "RecommendedConfig",
+    "plan_row",
+    "recommended_config",
+    "sort_key",
+    "unfit_note",
+]

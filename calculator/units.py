@@ -43,9 +43,9 @@ def gib_to_bytes(gib: float) -> int:
     return int(round(gib * GIB_BYTES))
 
 
-def format_gib(num_bytes: float, digits: int = 2) -> str:
-    """'12.34 GiB'."""
-    return f"{num_bytes / GIB_BYTES:.{digits}f} GiB"
+def format_gib(num_bytes: float, digits: int = 2, *, unit: bool = True) -> str:
+    """Bytes as GiB for display: '12.34 GiB' ('12.34' with ``unit=False``, inside a sum that names it once)."""
+    return f"{num_bytes / GIB_BYTES:.{digits}f}" + (" GiB" if unit else "")
 
 
 def format_count(count: float) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculator import Advice, Report, Scenario, advise, check_config
+from calculator import Advice, Report, Scenario, advise
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.text import md, md_lines
@@ -182,11 +182,11 @@ def warnings(report: Report, scenario: Scenario) -> None:
     """The calculator's warnings, then verl 0.9.1's own config checks with their severity.
 
     ``estimate()`` also appends the checks to ``report.warnings`` as ``"verl: ..."`` lines (for the CLI and
-    the JSON report); here they are shown once, from ``check_config``, where the severity is known.
+    the JSON report); here they are shown once, from ``report.checks``, where the severity is known.
     """
     L = state.lang()
     own = [w for w in report.warnings if not w.startswith(VERL_WARNING_PREFIX)]
-    checks = check_config(scenario)
+    checks = report.checks
     if not own and not checks:
         return
     with st.container(border=True):

@@ -136,7 +136,7 @@ def _presets(kind: str, as_json: bool) -> str:
                 "usable_memory_gib": g.usable_memory_gib,
                 "memory_gb": g.memory_gb,
                 "bf16_dense_tflops": g.training_tflops,
-                "hbm_bandwidth_gbps": g.hbm_bandwidth_gbps,
+                "hbm_bandwidth_gbps": g.hbm_bandwidth_gb_per_s,  # contract key (DESIGN.md 6.1): GB/s
                 "hourly_price_usd": g.hourly_price_usd,
             }
             for g in gpu_presets().values()

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from calculator.units import GIB_BYTES
 
 # PCIe x16 payload bandwidth per direction (GB/s, decimal): 16 GT/s x 16 lanes x 128/130
 # encoding = 31.5 GB/s for Gen4, twice that for Gen5, half for Gen3 (PCI-SIG base specs).
-PCIE_X16_GBPS_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 126.0}
+PCIE_X16_GB_PER_S_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 126.0}
 
 
 class GpuSpec(BaseModel):
     """One GPU type. Every number cites its source in the preset file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Team preset files written before the unit-suffix rename (``*_gbps``) still load.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     id: str = Field(description="Preset id, what --gpu accepts.")
     name: str
@@ -34,15 +35,23 @@ class GpuSpec(BaseModel):
     )
     usable_memory_source: str = Field(description="Where the usable figure was observed, or how it was estimated.")
     memory_type: str
-    hbm_bandwidth_gbps: float = Field(gt=0, description="Peak memory bandwidth, GB/s (decimal).")
+    hbm_bandwidth_gb_per_s: float = Field(
+        validation_alias=AliasChoices("hbm_bandwidth_gb_per_s", "hbm_bandwidth_gbps"),
+        gt=0,
+        description="Peak memory bandwidth, GB/s (decimal).",
+    )
     bf16_dense_tflops: float | None = Field(default=None, gt=0)
     fp16_dense_tflops: float = Field(gt=0)
     fp8_dense_tflops: float | None = Field(default=None, gt=0)
-    nvlink_gbps: float | None = Field(
-        default=None, gt=0, description="GPU-to-GPU bandwidth per GPU, bidirectional total, GB/s; null = PCIe only."
+    nvlink_gb_per_s: float | None = Field(
+        validation_alias=AliasChoices("nvlink_gb_per_s", "nvlink_gbps"),
+        default=None,
+        gt=0,
+        description="GPU-to-GPU bandwidth per GPU, bidirectional total, GB/s; null = PCIe only.",
     )
     pcie_gen: int = Field(ge=3, le=6)
-    inter_node_gbps: float = Field(
+    inter_node_gb_per_s: float = Field(
+        validation_alias=AliasChoices("inter_node_gb_per_s", "inter_node_gbps"),
         gt=0,
         description="Typical scale-out bandwidth per GPU per direction in GB/s (one NIC per GPU); "
         "a cluster property, editable.",
@@ -73,12 +82,12 @@ class GpuSpec(BaseModel):
         return self.bf16_dense_tflops or self.fp16_dense_tflops
 
     @property
-    def pcie_gbps(self) -> float:
+    def pcie_gb_per_s(self) -> float:
         """Host link bandwidth per direction, GB/s, at the x16 payload rate of its PCIe generation."""
-        return PCIE_X16_GBPS_PER_DIRECTION[self.pcie_gen]
+        return PCIE_X16_GB_PER_S_PER_DIRECTION[self.pcie_gen]
 
     @property
-    def intra_node_gbps(self) -> float:
+    def intra_node_gb_per_s(self) -> float:
         """Per-direction GPU-to-GPU bandwidth inside a node: half the bidirectional NVLink figure,
         or the PCIe link when the GPU has no NVLink."""
-        return self.nvlink_gbps / 2 if self.nvlink_gbps else self.pcie_gbps
+        return self.nvlink_gb_per_s / 2 if self.nvlink_gb_per_s else self.pcie_gb_per_s

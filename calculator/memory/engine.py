@@ -29,7 +29,7 @@ from calculator.inputs.constants import OverheadConfig
 from calculator.model.activations import forward_working_bytes_per_token
 from calculator.model.architecture import Architecture
 from calculator.resolve.engines import EngineSettings
-from calculator.units import GIB_BYTES, MIB_BYTES
+from calculator.units import GIB_BYTES, MIB_BYTES, format_gib
 
 BLOCK_SIZE_TOKENS = 16  # vLLM default block size (vllm/config/cache.py)
 CUDA_GRAPH_MODES = 2  # verl sets cudagraph_mode FULL_AND_PIECEWISE: two graph families
@@ -123,17 +123,18 @@ def engine_budget(
         budget = int(free_before * util)
         kv = budget - weights
         f["kv_cache"] = (
-            f"SGLang: (total {total_bytes / GIB_BYTES:.2f} GiB - held by others {trainer_resident_bytes / GIB_BYTES:.2f} GiB)"
-            f" x mem_fraction_static {util} - weights {weights / GIB_BYTES:.2f} GiB"
+            f"SGLang: (total {format_gib(total_bytes)} - held by others {format_gib(trainer_resident_bytes)})"
+            f" x mem_fraction_static {util} - weights {format_gib(weights)}"
         )
         non_torch = 0  # outside the fraction; activations (act) and graphs are also outside it but still allocated
     else:
         in_budget = graphs if graphs_in_budget else 0
         kv = budget - weights - act - non_torch - in_budget
         f["kv_cache"] = (
-            f"vLLM: {total_bytes / GIB_BYTES:.2f} GiB x util {util} = {budget / GIB_BYTES:.2f} GiB - weights "
-            f"{weights / GIB_BYTES:.2f} - activation {act / GIB_BYTES:.2f} - non-torch {non_torch / GIB_BYTES:.2f}"
-            + (f" - CUDA graphs {graphs / GIB_BYTES:.2f} GiB" if graphs_in_budget else " (CUDA graphs on top)")
+            f"vLLM: {format_gib(total_bytes)} x util {util} = {format_gib(budget)} - weights "
+            f"{format_gib(weights, unit=False)} - activation {format_gib(act, unit=False)} - non-torch "
+            f"{format_gib(non_torch, unit=False)}"
+            + (f" - CUDA graphs {format_gib(graphs)}" if graphs_in_budget else " (CUDA graphs on top)")
         )
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
     f["rollout_weights"] = f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"

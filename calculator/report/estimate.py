@@ -123,7 +123,8 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
     rollout = rollout_out(ctx)
     peak = peak_out(ctx, expected, worst, rollout.starts)
     warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
-    warnings += [f"verl: {p.message}" for p in check_config(ctx.r)]
+    checks = check_config(ctx.r)
+    warnings += [f"verl: {p.message}" for p in checks]
     return Report(
         model=_model_info(ctx),
         hardware=_hardware_info(ctx),
@@ -135,4 +136,6 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         roles=_roles(ctx),
         worst_case_phases=[_phase_out(p) for p in worst],
         verl_version=scenario.verl_version,
+        checks=checks,
+        decisions=[d.text() for d in ctx.r.decisions],
     )

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from calculator.units import GIB_BYTES
+from calculator.verl.checks.problem import ConfigProblem
 
 Role = Literal["actor", "critic", "ref", "reward", "rollout", "sync", "runtime"]
 
@@ -138,3 +139,14 @@ class Report(_Frozen):
     roles: list[str]
     worst_case_phases: list[PhaseOut]
     verl_version: str
+    checks: list[ConfigProblem] = Field(
+        default_factory=list,
+        exclude=True,
+        description="verl's config checks with their severity (also in ``warnings`` as 'verl: ...' lines); "
+        "Python API only, not in the JSON report.",
+    )
+    decisions: list[str] = Field(
+        default_factory=list,
+        exclude=True,
+        description="Values the resolved plan inherited, fixed or assumed, with their source (Python API only).",
+    )

@@ -183,33 +183,33 @@ def peak_flops(gpu: GpuSpec) -> float:
 def hbm_bytes_per_s(s: Scenario, gpu: GpuSpec) -> float:
     """Achieved HBM bandwidth of memory-bound kernels: datasheet x ``efficiency.decode_hbm_efficiency``
     (used for decode and for other streaming kernels: optimizer step, weight-sync copies)."""
-    return gpu.hbm_bandwidth_gbps * GB * s.efficiency.decode_hbm_efficiency
+    return gpu.hbm_bandwidth_gb_per_s * GB * s.efficiency.decode_hbm_efficiency
 
 
 def pcie_bytes_per_s(s: Scenario, gpu: GpuSpec) -> float:
-    """Host<->device copy rate of one GPU: its x16 link (``GpuSpec.pcie_gbps``) x ``pcie_efficiency``.
+    """Host<->device copy rate of one GPU: its x16 link (``GpuSpec.pcie_gb_per_s``) x ``pcie_efficiency``.
     Modelled per GPU link; all GPUs of a node copy at once, and two GPUs often share one PCIe switch
     uplink and all share the host's memory bandwidth, so a whole-node offload can run slower (up to
     ~2x on HGX boards with 2 GPUs per switch): not modelled."""
-    return gpu.pcie_gbps * GB * s.efficiency.pcie_efficiency
+    return gpu.pcie_gb_per_s * GB * s.efficiency.pcie_efficiency
 
 
 def collective_bytes_per_s(s: Scenario, gpu: GpuSpec, group_size: int) -> float:
     """Bus bandwidth per GPU of a ring collective over ``group_size`` GPUs (contiguous ranks).
 
-    Inside a node: NVLink (``intra_node_gbps``, half the bidirectional figure) x nvlink_efficiency.
+    Inside a node: NVLink (``intra_node_gb_per_s``, half the bidirectional figure) x nvlink_efficiency.
     Across nodes: NCCL runs one ring per NIC (rail-optimised clusters, one NIC per GPU), each ring
     crossing every node boundary once, so a node's inter-node traffic equals one ring link's and is
-    spread over all its NICs: bus bandwidth = min(NVLink, inter_node_gbps x GPUs per node) x
+    spread over all its NICs: bus bandwidth = min(NVLink, inter_node_gb_per_s x GPUs per node) x
     network_efficiency. (Measured NCCL all-reduce bus bandwidth of 2+ DGX-H100 nodes with 8 x 400G
     NICs is ~370-400 GB/s, close to this; a single-NIC-per-node cluster would be 8x slower.)
     """
     eff = s.efficiency
-    intra = gpu.intra_node_gbps * GB * eff.nvlink_efficiency
+    intra = gpu.intra_node_gb_per_s * GB * eff.nvlink_efficiency
     gpn = s.hardware.gpus_per_node
     if group_size <= gpn:
         return intra
-    fabric = gpu.inter_node_gbps * GB * min(gpn, group_size) * eff.network_efficiency
+    fabric = gpu.inter_node_gb_per_s * GB * min(gpn, group_size) * eff.network_efficiency
     return min(intra, fabric)
 
 

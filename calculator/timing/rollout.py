@@ -234,7 +234,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
         f"Prefill {seqs} x {prompt} tokens at {s.efficiency.prefill_mfu:.0%} of {step.tp} x "
         f"{ctx.gpu.training_tflops:g} TFLOPS = {fmt_s(prefill_s)}. Decode step at batch {wave}: max(("
         f"{w_gib:.2f} GiB weights + KV {wave} x {steady_ctx:.0f} tok x {step.kv_per_token:,} B) / "
-        f"({ctx.gpu.hbm_bandwidth_gbps:g} GB/s x {s.efficiency.decode_hbm_efficiency:.0%}), compute) = "
+        f"({ctx.gpu.hbm_bandwidth_gb_per_s:g} GB/s x {s.efficiency.decode_hbm_efficiency:.0%}), compute) = "
         f"{full_step_ms:.2f} ms incl. TP all-reduce and host launch; {steady_steps:.0f} full-batch steps, then a last wave "
         f"of {wave} to {top_r:.0f} tokens (mean {mean_r:.0f}): decode {fmt_s(decode_s)}, "
         f"long tail past the mean {fmt_s(tail_s)}, all-reduce {fmt_s(comm_s)}"

@@ -21,6 +21,8 @@ from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
+from calculator.resolve.engines import rollout_engine
+from calculator.resolve.inheritance import value
 from calculator.resolve.roles import need_critic
 from calculator.units import GIB_BYTES
 
@@ -81,12 +83,8 @@ class FitCheck(_Frozen):
 
 
 def max_model_len(s: Scenario, arch: Architecture) -> int:
-    """The ``max_model_len`` verl 0.9 gives vLLM: the configured one, else ``max_position_embeddings``
-    (never below prompt + response)."""
-    need = s.data.max_prompt_length + s.data.max_response_length
-    if s.rollout.max_model_len is not None:
-        return s.rollout.max_model_len
-    return max(arch.max_position_embeddings, need)
+    """The ``max_model_len`` verl gives vLLM (``calculator.resolve.engines.rollout_engine``)."""
+    return rollout_engine(s, arch).max_model_len
 
 
 def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN) -> FitCheck:
@@ -134,7 +132,7 @@ def batch_geometry_problem(s: Scenario) -> str | None:
         return f"ppo_mini_batch_size x n ({mini}) is not divisible by the {g // sp} data-parallel ranks"
     if need_critic(s):
         csp = s.critic.ulysses_sequence_parallel_size
-        cmini = min(s.critic.ppo_mini_batch_size or s.actor.ppo_mini_batch_size, s.data.train_batch_size) * n
+        cmini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size) * n
         if g % csp or cmini % (g // csp):
             return f"critic mini-batch ({cmini}) is not divisible by the {g // max(csp, 1)} critic DP ranks"
     return None
@@ -159,7 +157,7 @@ def parallel_problem(s: Scenario, arch: Architecture) -> str | None:
         if min(budgets) * sp < max_seq:
             return f"token budget {min(budgets)} x SP {sp} < longest sequence {max_seq}"
     if need_critic(s):
-        dyn = a.use_dynamic_bsz if s.critic.use_dynamic_bsz is None else s.critic.use_dynamic_bsz
+        dyn = value(s, "critic.use_dynamic_bsz")
         if dyn and s.critic.ppo_max_token_len_per_gpu * s.critic.ulysses_sequence_parallel_size < max_seq:
             return "critic token budget x SP < longest sequence"
     return None

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from calculator.inputs.scenario import GROUP_ESTIMATORS, Scenario
 from calculator.model.architecture import Architecture
+from calculator.names import Strategy
 from calculator.planning.space import (
     LORA_RANK,
     ROLLOUT_TP_CHOICES,
@@ -28,7 +29,8 @@ from calculator.planning.space import (
     gpu_count_ladder,
 )
 from calculator.resolve.architectures import resolve_architectures
-from calculator.resolve.roles import need_critic
+from calculator.resolve.inheritance import micro_batch
+from calculator.resolve.roles import critic_strategy, need_critic
 
 Tier = Literal["settings", "hardware", "workload"]
 
@@ -170,7 +172,7 @@ def _larger_rollout_tp(c: _Scope) -> list[Change]:
 
 def _smaller_micro_batch(c: _Scope) -> list[Change]:
     a = c.s.actor
-    micro = a.ppo_micro_batch_size_per_gpu or 1
+    micro = micro_batch(c.s, "actor.ppo_micro_batch_size_per_gpu")
     if a.use_dynamic_bsz or micro <= 1:
         return []
     return [batch_overrides(c.s, BatchOption("fixed", micro >> i)) for i in range(1, micro.bit_length())]
@@ -178,7 +180,7 @@ def _smaller_micro_batch(c: _Scope) -> list[Change]:
 
 def _smaller_token_budget(c: _Scope) -> list[Change]:
     a, d = c.s.actor, c.s.data
-    micro = a.ppo_micro_batch_size_per_gpu or 1
+    micro = micro_batch(c.s, "actor.ppo_micro_batch_size_per_gpu")
     mean_len = (d.mean_prompt_length or d.max_prompt_length) + (d.mean_response_length or d.max_response_length)
     current = a.ppo_max_token_len_per_gpu if a.use_dynamic_bsz else micro * mean_len
     sp = a.ulysses_sequence_parallel_size
@@ -211,7 +213,7 @@ def _critic_offload(what: str) -> Callable[[_Scope], list[Change]]:
     """Offload the critic's ``what`` (FSDP critics only)."""
 
     def candidates(c: _Scope) -> list[Change]:
-        fsdp_critic = c.critic and (c.s.critic.strategy or c.s.actor.strategy) != "megatron"
+        fsdp_critic = c.critic and critic_strategy(c.s) is not Strategy.MEGATRON
         return [{f"critic.fsdp.{what}": True}] if fsdp_critic and not getattr(c.s.critic.fsdp, what) else []
 
     return candidates

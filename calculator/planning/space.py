@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from calculator.inputs.scenario import HardwareSection, Scenario
+from calculator.names import Strategy
 from calculator.planning.fit import FitCheck, batch_geometry_problem, parallel_problem
 from calculator.report.models import Report
-from calculator.resolve.roles import need_critic
+from calculator.resolve.inheritance import micro_batch
+from calculator.resolve.roles import critic_strategy, need_critic
 
 if TYPE_CHECKING:
     from calculator.model.architecture import Architecture
@@ -204,10 +206,14 @@ def batch_options_for(base: Scenario) -> list[BatchOption]:
     )
     if not b.model.use_remove_padding:
         mean_len = b.data.max_prompt_length + b.data.max_response_length
-    configured = a.ppo_max_token_len_per_gpu if a.use_dynamic_bsz else (a.ppo_micro_batch_size_per_gpu or 1) * mean_len
+    configured = (
+        a.ppo_max_token_len_per_gpu
+        if a.use_dynamic_bsz
+        else micro_batch(b, "actor.ppo_micro_batch_size_per_gpu") * mean_len
+    )
     opts = [BatchOption("configured")]
     opts += [BatchOption("dynamic", t) for t in TOKEN_BUDGETS if t < configured]
-    if a.use_dynamic_bsz or (a.ppo_micro_batch_size_per_gpu or 1) > 1:
+    if a.use_dynamic_bsz or micro_batch(b, "actor.ppo_micro_batch_size_per_gpu") > 1:
         opts.append(BatchOption("fixed", 1))
     return opts
 
@@ -289,7 +295,7 @@ def build_scenario(base: Scenario, k: Knobs, options: list[BatchOption], arch: A
         }
         cf = _upd(b.critic.fsdp, fsdp_size=-1 if k.full_shard else b.critic.fsdp.fsdp_size)
         cm = b.critic.megatron
-        if (b.critic.strategy or b.actor.strategy) == "megatron":
+        if critic_strategy(b) is Strategy.MEGATRON:
             cm = _upd(cm, param_offload=k.param_offload, optimizer_offload=k.optimizer_offload)
         else:
             cf = _upd(cf, param_offload=k.param_offload, optimizer_offload=k.optimizer_offload)

@@ -28,10 +28,12 @@ from calculator.loading import load_scenario
 from calculator.memory import phases as memory
 from calculator.memory.context import build_context as memory_context
 from calculator.model.architecture import Architecture
+from calculator.names import Strategy
 from calculator.report.estimate import estimate
 from calculator.resolve.architectures import resolve_architectures
+from calculator.resolve.inheritance import micro_batch
 from calculator.resolve.resolved import resolve
-from calculator.resolve.roles import need_critic
+from calculator.resolve.roles import critic_strategy, need_critic
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
 
@@ -126,11 +128,7 @@ def _offload_keys(s: Scenario, kind: str) -> list[str]:
     """Keys of param/optimizer offload for the actor (and the critic when it exists)."""
     keys = [f"actor.megatron.{kind}" if s.actor.strategy == "megatron" else f"actor.fsdp_config.{kind}"]
     if need_critic(s):
-        keys.append(
-            f"critic.megatron.{kind}"
-            if (s.critic.strategy or s.actor.strategy) == "megatron"
-            else f"critic.fsdp.{kind}"
-        )
+        keys.append(f"critic.megatron.{kind}" if critic_strategy(s) is Strategy.MEGATRON else f"critic.fsdp.{kind}")
     return keys
 
 
@@ -337,7 +335,7 @@ def _technique_changes(s: Scenario) -> list[tuple[str, dict[str, Any], bool, str
         micro = max(1, s.actor.ppo_max_token_len_per_gpu // longest)
         change: dict[str, Any] = {"actor.use_dynamic_bsz": False, "actor.ppo_micro_batch_size_per_gpu": micro}
     else:
-        micro = s.actor.ppo_micro_batch_size_per_gpu or 1
+        micro = micro_batch(s, "actor.ppo_micro_batch_size_per_gpu")
         change = {"actor.use_dynamic_bsz": True, "actor.ppo_max_token_len_per_gpu": max(longest, micro * longest)}
     rows.append(("dynamic batching (token budget)", change, dyn, ""))
     tp = s.rollout.tensor_model_parallel_size

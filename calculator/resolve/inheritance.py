@@ -16,6 +16,10 @@ from typing import Any
 
 from calculator.inputs.scenario import Scenario
 
+# A micro-batch size that nothing sets: verl refuses to start without one (unless the pass packs by tokens);
+# rlplan estimates with 1 sequence and records the assumption (``Resolved.decisions``).
+ASSUMED_MICRO_BATCH = 1
+
 INHERITS: dict[str, tuple[str, ...]] = {
     "rollout.log_prob_micro_batch_size_per_gpu": ("actor.ppo_micro_batch_size_per_gpu",),
     "rollout.log_prob_use_dynamic_bsz": ("actor.use_dynamic_bsz",),
@@ -61,3 +65,8 @@ def inherited(s: Scenario, key: str) -> tuple[Any, str]:
 def value(s: Scenario, key: str) -> Any:
     """Only the value of :func:`inherited`."""
     return inherited(s, key)[0]
+
+
+def micro_batch(s: Scenario, key: str) -> int:
+    """A ``*_micro_batch_size_per_gpu`` after inheritance, or :data:`ASSUMED_MICRO_BATCH` when unset."""
+    return value(s, key) or ASSUMED_MICRO_BATCH

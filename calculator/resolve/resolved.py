@@ -34,7 +34,7 @@ from calculator.resolve import batching
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.batching import CRITIC_V1_TOKEN_BUDGET, Lengths, PassBatch
 from calculator.resolve.engines import EngineSettings, reward_engine, rollout_engine
-from calculator.resolve.inheritance import inherited, value
+from calculator.resolve.inheritance import ASSUMED_MICRO_BATCH, inherited, value
 from calculator.resolve.roles import (
     TrainerPlan,
     actor_trainer,
@@ -166,8 +166,8 @@ class _Decider:
     def micro(self, key: str, dynamic: bool) -> int:
         """A micro-batch size (sequences): inherited, else 1 sequence, recorded as assumed unless the pass packs
         by a token budget (then the size is unused)."""
-        got = self.get(key, None if dynamic else 1)
-        return int(got or 1)
+        got = self.get(key, None if dynamic else ASSUMED_MICRO_BATCH)
+        return int(got or ASSUMED_MICRO_BATCH)
 
     def fixed(self, key: str, value: object, note: str) -> Any:
         self.decisions.append(Decision(key, value, Source.FIXED, note))

@@ -13,6 +13,7 @@ from calculator.inputs.scenario import Scenario
 # verl 0.9.1 CriticConfig.ppo_infer_max_token_len_per_gpu (workers/config/critic.py): a dataclass field,
 # not in the YAML; the V1 trainer uses it as the critic engine's token budget.
 from calculator.resolve.batching import CRITIC_V1_TOKEN_BUDGET
+from calculator.resolve.inheritance import micro_batch, value
 from calculator.verl.checks.problem import (
     SRC_ACTOR_POST,
     SRC_ACTOR_VALIDATE,
@@ -68,7 +69,7 @@ def _train_batch_rules(s: Scenario) -> list[ConfigProblem]:
     g, n, tb = s.hardware.num_gpus, s.rollout.n, s.data.train_batch_size
     if a.strategy == "megatron":
         out += _megatron_world_size_rule(s)
-        minimal = (g // _megatron_mp(a.megatron)) * (a.ppo_micro_batch_size_per_gpu or 1)
+        minimal = (g // _megatron_mp(a.megatron)) * micro_batch(s, "actor.ppo_micro_batch_size_per_gpu")
     else:
         minimal = g
     if minimal and (tb * n) % minimal:
@@ -233,7 +234,7 @@ def _critic_batch_rules(s: Scenario) -> list[ConfigProblem]:
         return []
     out: list[ConfigProblem] = []
     c, n, tb = s.critic, s.rollout.n, s.data.train_batch_size
-    cmini = c.ppo_mini_batch_size or s.actor.ppo_mini_batch_size
+    cmini = value(s, "critic.ppo_mini_batch_size")
     cdyn = _critic_dynamic_config(s)
     if not cdyn and c.ppo_micro_batch_size_per_gpu is None:
         out.append(
@@ -310,10 +311,10 @@ def _dynamic_rules(s: Scenario) -> list[ConfigProblem]:
     if a.use_dynamic_bsz:
         checks.append(("actor.ppo_max_token_len_per_gpu", a.ppo_max_token_len_per_gpu, _actor_sp(s)))
     if _rollout_dynamic(s):
-        budget = s.rollout.log_prob_max_token_len_per_gpu or a.ppo_max_token_len_per_gpu
+        budget = value(s, "rollout.log_prob_max_token_len_per_gpu")
         checks.append(("rollout.log_prob_max_token_len_per_gpu", budget, _actor_sp(s)))
     if need_ref(s) and _ref_dynamic(s):
-        budget = s.ref.log_prob_max_token_len_per_gpu or a.ppo_max_token_len_per_gpu
+        budget = value(s, "ref.log_prob_max_token_len_per_gpu")
         checks.append(("ref.log_prob_max_token_len_per_gpu", budget, _ref_sp(s)))
     if need_critic(s):
         checks.append(("critic.ppo_infer_max_token_len_per_gpu (V1 critic)", CRITIC_V1_TOKEN_BUDGET, _critic_sp(s)))

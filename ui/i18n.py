@@ -7,7 +7,7 @@ languages. Field labels and help texts live in ``ui/i18n_fields.py``.
 from __future__ import annotations
 
 from ui.fields import field
-from ui.i18n_fields import EXTRA_HELP_EN, LEAF_LABELS, PATH_LABELS, ZH_HELP
+from ui.i18n_fields import FIELD_HELP_ZH, LEAF_LABELS, PATH_LABELS
 
 LANGS = ("en", "zh")
 LANG_NAMES = {"en": "English", "zh": "中文"}
@@ -642,12 +642,12 @@ def field_label(lang: str, path: str) -> str:
 
 def english_help(path: str) -> str:
     spec = field(path)
-    return (spec.description if spec is not None and spec.description else "") or EXTRA_HELP_EN.get(path, "")
+    return spec.description if spec is not None else ""
 
 
 def field_help(lang: str, path: str) -> str:
-    """Help text of a field: its description (English) or the Chinese translation of it."""
+    """Help text of a field: its description (English) or its Chinese translation (keyed by the field's path)."""
     text = english_help(path)
     if lang == "zh":
-        return ZH_HELP.get(text, text)
+        return FIELD_HELP_ZH.get(path, text)
     return text

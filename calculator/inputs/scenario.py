@@ -127,7 +127,12 @@ class MegatronSection(_Frozen):
 
     tensor_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron TP.")
     pipeline_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron PP.")
-    virtual_pipeline_model_parallel_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    virtual_pipeline_model_parallel_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Megatron virtual pipeline stages (interleaved schedule); null = off.",
+    )
     context_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron CP (splits sequence).")
     expert_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron EP (experts split).")
     expert_tensor_parallel_size: int | None = Field(
@@ -181,7 +186,7 @@ class OptimSection(_Frozen):
     optimizer: Literal["AdamW", "adam", "SGD", "Adafactor"] = Field(
         default="AdamW", description="AdamW keeps two fp32 moments (8 B/param); SGD none (without momentum)."
     )
-    lr: float = Field(default=1e-6, gt=0, lt=1)
+    lr: float = Field(default=1e-6, gt=0, lt=1, description="Learning rate (no effect on memory or time).")
 
 
 class ActorSection(_Frozen):
@@ -206,7 +211,7 @@ class ActorSection(_Frozen):
         default=1, ge=1, le=MAX_COUNT, description="Ulysses SP: splits tokens over this many GPUs."
     )
     use_kl_loss: bool = Field(default=False, description="KL loss against the reference policy (needs a ref).")
-    kl_loss_coef: float = Field(default=0.001, ge=0)
+    kl_loss_coef: float = Field(default=0.001, ge=0, description="Coefficient of the KL loss (no effect on memory).")
     entropy_coeff: float = Field(default=0.0, ge=0, description="Entropy bonus; != 0 computes entropy in update_actor.")
     calculate_entropy: bool = Field(default=False, description="Compute entropy in update_actor even without a bonus.")
     entropy_from_logits_with_chunking: bool = Field(default=False, description="Entropy in 2048-token fp32 chunks.")
@@ -227,12 +232,16 @@ class ActorSection(_Frozen):
 class RefSection(_Frozen):
     """``actor_rollout_ref.ref``."""
 
-    log_prob_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    log_prob_micro_batch_size_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Sequences per forward of the reference log-prob pass per GPU."
+    )
     log_prob_use_dynamic_bsz: bool | None = Field(default=None, description="null = actor.use_dynamic_bsz.")
     log_prob_max_token_len_per_gpu: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="null = actor token budget."
     )
-    ulysses_sequence_parallel_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    ulysses_sequence_parallel_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Ulysses SP of the reference pass; null = actor's."
+    )
     fsdp_config: FsdpSection = FsdpSection()
     megatron_param_offload: bool | None = Field(default=None, description="Megatron ref offload; null = actor's.")
 
@@ -250,9 +259,18 @@ class RolloutSection(_Frozen):
         "SGLang: mem_fraction_static.",
     )
     tensor_model_parallel_size: int = Field(default=2, ge=1, le=MAX_COUNT, description="GPUs per rollout replica.")
-    data_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
-    expert_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
-    dtype: Literal["bfloat16", "float16"] = Field(default="bfloat16")
+    data_parallel_size: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_COUNT,
+        description="Data-parallel ranks inside one rollout engine (vLLM DP); replicas span TP x DP GPUs.",
+    )
+    expert_parallel_size: int = Field(
+        default=1, ge=1, le=MAX_COUNT, description="Expert parallelism inside the rollout engine (MoE models)."
+    )
+    dtype: Literal["bfloat16", "float16"] = Field(
+        default="bfloat16", description="Rollout weight and activation dtype."
+    )
     quantization: Literal["none", "fp8"] = Field(default="none", description="Rollout weight quantization.")
     kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="auto = model dtype (2 B).")
     max_num_batched_tokens: int = Field(
@@ -262,15 +280,25 @@ class RolloutSection(_Frozen):
     max_model_len: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="null = model max_position_embeddings."
     )
-    enable_chunked_prefill: bool = Field(default=True)
+    enable_chunked_prefill: bool = Field(
+        default=True,
+        description="Chunked prefill: the profiled step is max_num_batched_tokens instead of max_model_len.",
+    )
     enforce_eager: bool = Field(default=False, description="True disables CUDA graphs (no graph pool).")
     free_cache_engine: bool = Field(default=True, description="Sleep the engine after generation (free weights+KV).")
     temperature: float = Field(default=1.0, ge=0, description="!= 1 adds a logits-sized copy in the trainer.")
     log_prob_micro_batch_size_per_gpu: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="old_log_prob micro-batch."
     )
-    log_prob_use_dynamic_bsz: bool | None = Field(default=None)
-    log_prob_max_token_len_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    log_prob_use_dynamic_bsz: bool | None = Field(
+        default=None, description="Dynamic batch for old_log_prob; null = actor.use_dynamic_bsz."
+    )
+    log_prob_max_token_len_per_gpu: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Token budget of old_log_prob micro-batches; null = actor token budget.",
+    )
     update_weights_bucket_megabytes: int = Field(
         default=2048, ge=1, le=MAX_COUNT, description="Weight-sync GPU bucket (MiB)."
     )
@@ -282,27 +310,58 @@ class CriticSection(_Frozen):
     enable: bool | None = Field(default=None, description="null = on iff adv_estimator is gae.")
     model_path: str | None = Field(default=None, description="Model preset id; null = same as the actor.")
     strategy: Literal["fsdp", "fsdp2", "megatron"] | None = Field(default=None, description="null = actor's.")
-    ppo_mini_batch_size: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    ppo_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    forward_micro_batch_size_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    use_dynamic_bsz: bool | None = Field(default=None)
-    ppo_max_token_len_per_gpu: int = Field(default=32768, ge=1, le=MAX_COUNT)
-    forward_max_token_len_per_gpu: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    ppo_epochs: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    ulysses_sequence_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT)
-    enable_gradient_checkpointing: bool = Field(default=True)
+    ppo_mini_batch_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Critic prompts per optimizer step; null = actor's."
+    )
+    ppo_micro_batch_size_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Critic sequences per forward/backward per GPU."
+    )
+    forward_micro_batch_size_per_gpu: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Critic sequences per value forward per GPU; null = its training micro-batch.",
+    )
+    use_dynamic_bsz: bool | None = Field(
+        default=None, description="Critic packs micro-batches by tokens; null = actor's setting."
+    )
+    ppo_max_token_len_per_gpu: int = Field(
+        default=32768,
+        ge=1,
+        le=MAX_COUNT,
+        description="Critic token budget per micro-batch per GPU (verl default 32768).",
+    )
+    forward_max_token_len_per_gpu: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Critic token budget of the value forward; null = its training budget.",
+    )
+    ppo_epochs: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Critic passes over the batch per step; null = actor's."
+    )
+    ulysses_sequence_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Ulysses SP of the critic.")
+    enable_gradient_checkpointing: bool = Field(default=True, description="Gradient checkpointing of the critic.")
     lora_rank: int = Field(default=0, ge=0, le=4096, description="verl critic.model.lora_rank: LoRA on the critic.")
     fsdp: FsdpSection = FsdpSection()
     megatron: MegatronSection = MegatronSection()
 
 
 class RewardRolloutSection(_Frozen):
-    gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
-    tensor_model_parallel_size: int = Field(default=2, ge=1, le=MAX_COUNT)
-    enforce_eager: bool = Field(default=True)
-    free_cache_engine: bool = Field(default=True)
-    max_num_seqs: int = Field(default=1024, ge=1, le=MAX_COUNT)
-    max_num_batched_tokens: int = Field(default=8192, ge=1, le=MAX_COUNT)
+    gpu_memory_utilization: float = Field(
+        default=0.5, gt=0, le=1, description="Reward-model engine: share of total GPU memory while it runs."
+    )
+    tensor_model_parallel_size: int = Field(
+        default=2, ge=1, le=MAX_COUNT, description="GPUs per reward-model engine replica."
+    )
+    enforce_eager: bool = Field(default=True, description="Reward-model engine without CUDA graphs.")
+    free_cache_engine: bool = Field(default=True, description="Sleep the reward-model engine when idle.")
+    max_num_seqs: int = Field(
+        default=1024, ge=1, le=MAX_COUNT, description="Max concurrent sequences of the reward-model engine."
+    )
+    max_num_batched_tokens: int = Field(
+        default=8192, ge=1, le=MAX_COUNT, description="Tokens per reward-model engine step."
+    )
 
 
 class RewardModelSection(_Frozen):
@@ -324,8 +383,18 @@ class DataSection(_Frozen):
         le=MAX_COUNT,
         description="Prompts generated per step (DAPO dynamic sampling); null = train_batch_size.",
     )
-    max_prompt_length: int = Field(default=512, ge=1, le=MAX_COUNT)
-    max_response_length: int = Field(default=512, ge=1, le=MAX_COUNT)
+    max_prompt_length: int = Field(
+        default=512,
+        ge=1,
+        le=MAX_COUNT,
+        description="Longest prompt in tokens (verl data.max_prompt_length); the worst case uses it.",
+    )
+    max_response_length: int = Field(
+        default=512,
+        ge=1,
+        le=MAX_COUNT,
+        description="Longest response in tokens (verl data.max_response_length); the worst case uses it.",
+    )
     mean_prompt_length: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="rlplan: expected prompt tokens; null = max_prompt_length."
     )
@@ -350,7 +419,9 @@ class DataSection(_Frozen):
 class AlgorithmSection(_Frozen):
     adv_estimator: AdvEstimator = Field(default="gae", description="gae = PPO with a critic; the rest are critic-free.")
     use_kl_in_reward: bool = Field(default=False, description="KL penalty in the reward (needs a ref).")
-    kl_coef: float = Field(default=0.001, ge=0)
+    kl_coef: float = Field(
+        default=0.001, ge=0, description="Coefficient of the KL penalty in the reward (no effect on memory)."
+    )
 
 
 class HardwareSection(_Frozen):

@@ -31,6 +31,7 @@ from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario, load_scenario_with_warnings
 from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
 from calculator.model.sizes import ApproxModel, SizeSpec, approximate_model, model_families, parse_size
+from calculator.names import PHASE_ORDER, Comp, Phase, Role
 from calculator.planning.advisor import Advice, Suggestion, advise
 from calculator.planning.planner import plan
 from calculator.planning.rows import Plan
@@ -42,6 +43,10 @@ from calculator.verl import format_overrides
 from calculator.verl.checks import ConfigProblem, check_config
 
 __all__ = [
+    "PHASE_ORDER",
+    "Comp",
+    "Phase",
+    "Role",
     # estimate
     "InputError",
     "PhaseOut",

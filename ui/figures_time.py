@@ -15,18 +15,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from calculator import Report, TradeoffPoint, pareto_front
+from calculator import PHASE_ORDER, Report, TradeoffPoint, pareto_front
 
-PHASE_ORDER = (
-    "rollout",
-    "reward",
-    "old_log_prob",
-    "ref_log_prob",
-    "critic_values",
-    "update_critic",
-    "update_actor",
-    "weight_sync",
-)
 PHASE_COLORS: dict[str, str] = {
     "rollout": "#f16913",
     "reward": "#ce1256",

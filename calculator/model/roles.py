@@ -72,7 +72,9 @@ class RoleModel:
 
 
 def policy_role(name: str, arch: Architecture) -> RoleModel:
-    root = arch.total_params() - sum(arch.layer_params(i) for i in range(arch.num_layers))
+    """The trained or reference policy: the whole model. Its root unit (outside the decoder layers) is the
+    embedding, the final norm and the LM head (``Architecture.total_params`` minus the layers)."""
+    root = arch.embedding_params() + arch.hidden_size + arch.lm_head_params()
     return RoleModel(name, arch, arch.total_params(), arch.max_layer_params(), root, arch.vocab_size)
 
 

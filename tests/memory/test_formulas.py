@@ -1,0 +1,81 @@
+"""Formula text says the arithmetic that made the number: for the components whose formula is a plain product,
+the numbers in the text multiply (and divide) to exactly the component's bytes, on every preset and on the golden
+variants (FSDP, FSDP2, Megatron, LoRA, SGLang, old releases, fp8). A formula retyped beside the arithmetic would
+drift and fail here (it did: with chunked prefill off the profile forward said 8192 tokens while the bytes used
+max_model_len)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import pytest
+
+from calculator import estimate, load_scenario, scenario_presets
+from calculator.memory.engine import SAMPLER_BYTES_PER_LOGIT
+from calculator.resolve.resolved import resolve
+from tests.golden.capture import VARIANTS
+
+NUM = r"([\d,]+)"
+# (component-name pattern, formula regex, how its numbers make the bytes)
+PRODUCTS: list[tuple[str, re.Pattern[str], str]] = [
+    (r"(actor|critic)_params", re.compile(rf"^{NUM} params x (\d) B \((?:fp32|bf16) master\) / (\d+) GPUs"), "a*b//c"),
+    (r"(actor|critic)_grads", re.compile(rf"^{NUM} params x (\d) B / (\d+) GPUs \(sharded grads\)"), "a*b//c"),
+    (r"(actor|critic)_optimizer", re.compile(rf"^AdamW: {NUM} params x (\d) B / (\d+) GPUs"), "a*b//c"),
+    (r"(actor|ref)_logits", re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\)$"), "a*b*2"),
+    (r"(actor|ref)_logits", re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\) x 2 \("), "a*b*2*2"),
+    (r"(rollout_weights|reward_params)", re.compile(rf"^{NUM} params x (\d) B / TP (\d+)"), "a*b//c"),
+    (r"sync_full_tensor", re.compile(rf"^largest parameter {NUM} gathered whole \(full_tensor\) x (\d) B"), "a*b"),
+    (
+        r"(actor|critic|ref)_activations",
+        re.compile(rf"^forward only: live set of one layer {NUM} B/token x {NUM} tokens$"),
+        "a*b",
+    ),
+]
+
+
+@cache
+def _reports() -> list:
+    scenarios = [load_scenario(p) for p in sorted(scenario_presets())]
+    scenarios += [load_scenario(base, overrides=o) for base, o in VARIANTS.values()]
+    return [estimate(s) for s in scenarios]
+
+
+def _ints(match: re.Match[str]) -> list[int]:
+    return [int(g.replace(",", "")) for g in match.groups()]
+
+
+def test_product_formulas_multiply_to_their_bytes() -> None:
+    checked = 0
+    for report in _reports():
+        for phase in report.phases + report.worst_case_phases:
+            for c in phase.details:
+                for name, rx, rule in PRODUCTS:
+                    m = rx.search(c.formula)
+                    if not re.fullmatch(name, c.name) or not m:
+                        continue
+                    a, b, *rest = _ints(m)
+                    expected = eval(rule, {}, {"a": a, "b": b, "c": rest[0] if rest else 0})  # rule is a literal above
+                    assert expected == c.bytes, (
+                        f"{phase.name} {c.name}: {c.formula!r} gives {expected}, bytes {c.bytes}"
+                    )
+                    checked += 1
+    assert checked > 200  # the patterns still match the texts (a reworded formula must update this test)
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_profile_formula_names_the_tokens_it_counts(chunked: bool) -> None:
+    s = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"rollout.enable_chunked_prefill": chunked})
+    r = estimate(s)
+    text = r.rollout.formulas["rollout_activations"]
+    m = re.match(
+        rf"profile forward over {NUM} tokens.* x {NUM} B/token \+ sampler {NUM} reqs x vocab {NUM} x (\d+) B", text
+    )
+    assert m, text
+    tokens, per_token, reqs, vocab, sampler_b = _ints(m)
+    assert sampler_b == SAMPLER_BYTES_PER_LOGIT
+    assert tokens * per_token + reqs * vocab * sampler_b == round(r.rollout.activation_gib_per_gpu * 2**30)
+    max_model_len = resolve(s).rollout.max_model_len  # the model's max_position_embeddings here
+    assert tokens == (
+        s.rollout.max_num_batched_tokens if chunked else max(s.rollout.max_num_batched_tokens, max_model_len)
+    )

@@ -7,6 +7,7 @@ max_model_len)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 
 import pytest
@@ -17,15 +18,26 @@ from calculator.resolve.resolved import resolve
 from tests.golden.capture import VARIANTS
 
 NUM = r"([\d,]+)"
+_TIMES_OVER: Callable[[list[int]], int] = lambda n: n[0] * n[1] // n[2]  # noqa: E731
+_TIMES: Callable[[list[int]], int] = lambda n: n[0] * n[1]  # noqa: E731
+
 # (component-name pattern, formula regex, how its numbers make the bytes)
-PRODUCTS: list[tuple[str, re.Pattern[str], str]] = [
-    (r"(actor|critic)_params", re.compile(rf"^{NUM} params x (\d) B \((?:fp32|bf16) master\) / (\d+) GPUs"), "a*b//c"),
-    (r"(actor|critic)_grads", re.compile(rf"^{NUM} params x (\d) B / (\d+) GPUs \(sharded grads\)"), "a*b//c"),
-    (r"(actor|critic)_optimizer", re.compile(rf"^AdamW: {NUM} params x (\d) B / (\d+) GPUs"), "a*b//c"),
-    (r"(actor|ref)_logits", re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\)$"), "a*b*2"),
-    (r"(actor|ref)_logits", re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\) x 2 \("), "a*b*2*2"),
-    (r"(rollout_weights|reward_params)", re.compile(rf"^{NUM} params x (\d) B / TP (\d+)"), "a*b//c"),
-    (r"sync_full_tensor", re.compile(rf"^largest parameter {NUM} gathered whole \(full_tensor\) x (\d) B"), "a*b"),
+PRODUCTS: list[tuple[str, re.Pattern[str], Callable[[list[int]], int]]] = [
+    (
+        r"(actor|critic)_params",
+        re.compile(rf"^{NUM} params x (\d) B \((?:fp32|bf16) master\) / (\d+) GPUs"),
+        _TIMES_OVER,
+    ),
+    (r"(actor|critic)_grads", re.compile(rf"^{NUM} params x (\d) B / (\d+) GPUs \(sharded grads\)"), _TIMES_OVER),
+    (r"(actor|critic)_optimizer", re.compile(rf"^AdamW: {NUM} params x (\d) B / (\d+) GPUs"), _TIMES_OVER),
+    (r"(actor|ref)_logits", re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\)$"), lambda n: n[0] * n[1] * 2),
+    (
+        r"(actor|ref)_logits",
+        re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\) x 2 \("),
+        lambda n: n[0] * n[1] * 2 * 2,
+    ),
+    (r"(rollout_weights|reward_params)", re.compile(rf"^{NUM} params x (\d) B / TP (\d+)"), _TIMES_OVER),
+    (r"sync_full_tensor", re.compile(rf"^largest parameter {NUM} gathered whole \(full_tensor\) x (\d) B"), _TIMES),
     (
         r"(actor|critic|ref)_activations",
         re.compile(rf"^forward only: live set of one layer {NUM} B/token x {NUM} tokens$"),
@@ -54,8 +66,7 @@ def test_product_formulas_multiply_to_their_bytes() -> None:
                     m = rx.search(c.formula)
                     if not re.fullmatch(name, c.name) or not m:
                         continue
-                    a, b, *rest = _ints(m)
-                    expected = eval(rule, {}, {"a": a, "b": b, "c": rest[0] if rest else 0})  # rule is a literal above
+                    expected = rule(_ints(m))
                     assert expected == c.bytes, (
                         f"{phase.name} {c.name}: {c.formula!r} gives {expected}, bytes {c.bytes}"
                     )

@@ -41,7 +41,7 @@ PRODUCTS: list[tuple[str, re.Pattern[str], Callable[[list[int]], int]]] = [
     (
         r"(actor|critic|ref)_activations",
         re.compile(rf"^forward only: live set of one layer {NUM} B/token x {NUM} tokens$"),
-        "a*b",
+        _TIMES,
     ),
 ]
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calculator import InputError, estimate, load_scenario
-from tests.strategies import scenario_dicts
+from tests.support.strategies import scenario_dicts
 
 EXAMPLES = int(os.environ.get("RLPLAN_FUZZ_EXAMPLES", "2000"))
 

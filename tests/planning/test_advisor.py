@@ -13,7 +13,7 @@ from calculator.cli.main import main
 from calculator.inputs.scenario import Scenario
 from calculator.planning.advisor import TIER_ORDER, TIME_COST_LABELS, advise
 from calculator.planning.fit import fit_check
-from tests.strategies import scenario_dicts
+from tests.support.strategies import scenario_dicts
 
 BASE = "qwen2.5-7b-grpo-8xh100"
 MARGIN = 0.10

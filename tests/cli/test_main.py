@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from calculator.cli.main import main
 from calculator.inputs.presets import model_presets
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess:

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,9 +30,9 @@ from calculator.planning.planner import (
 )
 from calculator.planning.search import GpuSearch, Knobs, gpu_count_ladder, search_gpu, selection_key
 from calculator.verl import native_to_verl, native_to_verl_items, verl_to_native
-from tests.strategies import scenario_dicts
+from tests.support.paths import ROOT
+from tests.support.strategies import scenario_dicts
 
-ROOT = Path(__file__).resolve().parent.parent
 BASE = "qwen2.5-7b-grpo-8xh100"
 MARGIN = 0.10
 # (scenario preset, GPU) pairs whose minimum is above one GPU, so a previous count exists.

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def test_calculator_never_imports_views():

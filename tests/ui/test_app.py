@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from calculator import estimate, load_scenario
 from calculator.errors import InputError
 from calculator.inputs.presets import get_model, scenario_presets
+from tests.support.paths import ROOT
 from ui import keys
 from ui.fields import field, widget_fields
 from ui.i18n import STRINGS, ZH_HELP, english_help, tr
@@ -20,7 +20,6 @@ from ui.inputs import SECTIONS
 from ui.model_size import approximate_model, parse_size
 from ui.state import DEFAULT_PRESET
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 PAGES = [
     "ui/pages/estimate.py",

@@ -23,7 +23,7 @@ from calculator import verl as V
 from calculator.inputs.presets import model_presets
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario_with_warnings
-from tests.strategies import scenario_dicts
+from tests.support.strategies import scenario_dicts
 
 # Fields verl has a key for but that can still need a "# rlplan:" line, and why.
 EXPRESSIBLE_BUT_AMBIGUOUS = {

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from calculator import load_scenario
 from calculator.errors import InputError
 from calculator.inputs.scenario import Scenario
-from tests.strategies import scenarios
+from tests.support.strategies import scenarios
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,9 +13,9 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -16,7 +16,7 @@ from calculator.report.estimate import build_context
 from calculator.timing.flops import attention_flops_per_token, collective_bytes_per_s
 from calculator.timing.rollout import decode_step_seconds, second_moment, survival
 from calculator.timing.step import phase_times, step_time
-from tests.strategies import scenario_dicts
+from tests.support.strategies import scenario_dicts
 
 # Preset facts (presets/models/qwen2.5-7b.yaml, presets/gpus/h100-80gb.yaml).
 P7 = 7_615_616_512  # Qwen2.5-7B total params

@@ -11,7 +11,7 @@ from calculator.inputs.scenario import Scenario
 from calculator.memory.phases import all_phases
 from calculator.report.estimate import build_context
 from calculator.units import GIB_BYTES, MIB_BYTES
-from tests.strategies import scenario_dicts
+from tests.support.strategies import scenario_dicts
 
 GIB = GIB_BYTES
 P7 = 7_615_616_512  # Qwen2.5-7B

@@ -44,13 +44,13 @@ from calculator.inputs.presets import (
 )
 from calculator.model.architecture import ArchitectureError, parse_hf_config
 from calculator.verl import import_verl_text
-from tests.presets_env import clear_preset_caches
+from tests.support.paths import ROOT
+from tests.support.presets_env import clear_preset_caches
 from ui import keys
 from ui.i18n import tr
 from ui.state import DEFAULT_PRESET
 from ui.text import html, md
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 PEAK = tr("en", "metric.peak")
 
@@ -750,7 +750,7 @@ def test_injected_markup_never_reaches_the_dom() -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     from urllib.parse import urlencode, urlparse
 
-    from tests.server import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+    from tests.support.server import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
     params = {"preset": PAYLOAD, "rollout.n": PAYLOAD, PAYLOAD: "1", "hardware.gpu": "<script>alert('EVIL')</script>"}
     with streamlit_server() as server, sync_api.sync_playwright() as p:

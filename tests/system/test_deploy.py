@@ -26,13 +26,13 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from calculator.inputs.presets import MAX_INPUT_BYTES, PRESETS_DIR
-from tests.presets_env import clear_preset_caches
-from tests.server import streamlit_server
+from tests.support.paths import ROOT
+from tests.support.presets_env import clear_preset_caches
+from tests.support.server import streamlit_server
 from ui import keys
 
 pytestmark = pytest.mark.deploy
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 CONFIG = ROOT / ".streamlit" / "config.toml"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from calculator import estimate, load_scenario
+from tests.support.paths import ROOT
 from ui import keys
 from ui.i18n import tr
 from ui.state import DEFAULT_PRESET
@@ -33,7 +34,6 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 TIMEOUT_MS = 30_000
 

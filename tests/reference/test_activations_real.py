@@ -73,7 +73,7 @@ def _arch(model_type: str, cfg: dict):
 
 @pytest.fixture(scope="module")
 def probe():
-    from tests import activation_probe
+    from tests.support import activation_probe
 
     return activation_probe
 

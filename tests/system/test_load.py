@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from calculator import estimate, load_scenario
-from tests.server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from tests.support.server import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
 from ui import keys
 from ui.i18n import tr
 from ui.state import DEFAULT_PRESET

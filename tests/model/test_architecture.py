@@ -1,13 +1,26 @@
-"""Parameter counts and KV bytes per token, hand-checked (issue #2)."""
+"""Parameter counts and KV bytes per token, hand-checked (issue #2); a bad or hostile config.json is an
+ArchitectureError naming the field (issue #8), and the largest config it accepts stays cheap to estimate."""
 
 from __future__ import annotations
 
-import pytest
+import math
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
+
+from calculator import estimate, load_scenario
+from calculator.errors import InputError
 from calculator.inputs.presets import model_presets
-from calculator.model.architecture import ArchitectureError, parse_hf_config
+from calculator.model.architecture import CONFIG_INT_LIMITS, ArchitectureError, parse_hf_config
+from tests.support.limits import run_cpu_bounded
 
 PRESETS = model_presets()
+REFERENCE = "qwen2.5-7b-grpo-8xh100"
+
+
+def small_config() -> dict:
+    return dict(PRESETS["qwen2.5-0.5b"].config)
 
 
 @pytest.mark.parametrize("model_id", sorted(PRESETS))
@@ -131,3 +144,84 @@ def test_not_a_mapping():
 def test_gemma3_nested_text_config():
     cfg = {"model_type": "gemma3", "text_config": {**PRESETS["gemma-3-1b"].config, "model_type": "gemma3_text"}}
     assert parse_hf_config(cfg).total_params() == PRESETS["gemma-3-1b"].architecture.total_params()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"num_hidden_layers": 10**9}, "at most 4,096"),  # built a 10**9-element list before: the server died
+        ({"num_hidden_layers": 10**30}, "at most 4,096"),
+        ({"vocab_size": 10**15}, "at most 16,777,216"),
+        ({"hidden_size": "3584"}, "'hidden_size' must be a non-negative integer"),
+        ({"hidden_size": float("nan")}, "'hidden_size' must be a non-negative integer"),
+        ({"hidden_size": 1e30}, "'hidden_size' must be a non-negative integer"),
+        ({"num_attention_heads": -4}, "non-negative"),
+        ({"num_hidden_layers": True}, "non-negative integer"),
+        ({"model_type": "bert"}, "not supported"),
+        ({"model_type": ["qwen2"] * 1000}, "not supported"),
+        ({"tie_word_embeddings": "no"}, "true or false"),
+        ({"model_type": "qwen2_moe", "num_experts": 2, "num_experts_per_tok": 8, "moe_intermediate_size": 64}, "at most"),
+        ({"model_type": "qwen2_moe", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+          "mlp_only_layers": "abc"}, "mlp_only_layers"),
+    ],
+)  # fmt: skip
+def test_bad_config_json_is_an_architecture_error(change: dict, message: str) -> None:
+    with pytest.raises(ArchitectureError, match=message) as info:
+        parse_hf_config({**small_config(), **change})
+    assert len(str(info.value)) < 400  # the offending value is quoted abbreviated
+
+
+@pytest.mark.parametrize("cfg", [[1, 2, 3], "config", None, 42])
+def test_config_json_must_be_an_object(cfg: object) -> None:
+    with pytest.raises(ArchitectureError, match="must be a JSON object"):
+        parse_hf_config(cfg)
+
+
+CONFIG_KEYS = [
+    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "intermediate_size", "vocab_size", "tie_word_embeddings", "max_position_embeddings", "num_experts",
+    "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers", "attention_bias",
+]  # fmt: skip
+
+
+CONFIG_GARBAGE = hst.one_of(
+    hst.sampled_from([0, -1, 1, 2, 7, 64, 4096, 4097, 2**20, 2**40, 10**30, 1e30, float("nan"), float("inf"), True,
+                      None, "", "8", "qwen2", "qwen3_moe", "mixtral", "deepseek_v3", [], [0, 1], {}, {"a": 1}]),
+    hst.integers(-(2**64), 2**64),
+    hst.floats(allow_nan=True, allow_infinity=True),
+    hst.text(max_size=10),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hst.dictionaries(hst.sampled_from(CONFIG_KEYS), CONFIG_GARBAGE, max_size=6))
+def test_config_fuzz_parses_or_says_why(change: dict) -> None:
+    """Any JSON-ish values for a config's fields: an ArchitectureError (a ValueError), or an architecture
+    the estimate handles (a report, or an InputError). (How fast: see the CPU-bound test below.)"""
+    cfg = {**small_config(), **change}
+    try:
+        parse_hf_config(cfg)
+    except ValueError:
+        return
+    try:
+        r = estimate(load_scenario(REFERENCE, overrides={"model.config": cfg}))
+    except InputError:
+        return
+    assert math.isfinite(r.peak.gib_per_gpu) and r.peak.gib_per_gpu > 0
+
+
+def test_largest_accepted_config_estimates_within_a_cpu_bound() -> None:
+    """The limits keep what is built from a config small: 4,096 layers with a 2**24 vocabulary, and a MoE with
+    2**20 - 1 experts, each estimate in ~0.03 CPU-seconds here (a 10**9-layer config used to kill the server)."""
+    dense = {**small_config(), "num_hidden_layers": CONFIG_INT_LIMITS["num_hidden_layers"]}
+    dense["vocab_size"] = CONFIG_INT_LIMITS["vocab_size"]
+    moe = {**PRESETS["qwen3-30b-a3b"].config, "num_hidden_layers": 4096, "num_experts": 2**20 - 1}
+    run_cpu_bounded(
+        f"""
+        for cfg in ({dense!r}, {moe!r}):
+            r = estimate(load_scenario({REFERENCE!r}, overrides={{"model.config": cfg}}))
+            assert r.peak.gib_per_gpu > 0
+        """,
+        setup="from calculator import estimate, load_scenario",
+        cpu_s=5,
+    )

@@ -1,7 +1,7 @@
 """The activation formula against the real transformers modelling code (issue #3 item 3).
 
 Builds tiny configs of llama, qwen2, qwen3 and qwen3_moe on CPU, runs a forward with
-saved_tensors_hooks counting unique saved storage bytes (tests/activation_probe.py) and compares with
+saved_tensors_hooks counting unique saved storage bytes (tests/support/activation_probe.py) and compares with
 calculator.model.activations within 5%, with and without gradient checkpointing. SDPA on CPU dispatches to a
 flash-attention kernel that saves q, k, v, output and an fp32 log-sum-exp and runs GQA natively, like
 flash-attention-2 on GPU (shared/TESTING.md).
@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip(
-    "torch", reason="torch (CPU) is a test-only dependency: pip install -r requirements-dev.txt"
-)
-pytest.importorskip("transformers")
-
-from calculator.model import activations as act  # noqa: E402
-from calculator.model.architecture import parse_hf_config  # noqa: E402
+from calculator.model import activations as act
+from calculator.model.architecture import parse_hf_config
+from tests.support.require import require
 
 pytestmark = pytest.mark.torch
 
@@ -73,9 +69,11 @@ def _arch(model_type: str, cfg: dict):
 
 @pytest.fixture(scope="module")
 def probe():
-    from tests.support import activation_probe
-
-    return activation_probe
+    """tests/support/activation_probe.py, which needs torch (CPU) and transformers: test-only requirements; a
+    missing one fails these tests with the install command."""
+    require("torch")
+    require("transformers")
+    return require("tests.support.activation_probe")
 
 
 @pytest.mark.parametrize(("model_type", "cfg", "tokens"), CASES)

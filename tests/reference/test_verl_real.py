@@ -1,8 +1,10 @@
 """rlplan's verl mapping against verl 0.9.1's real configuration (issue #7).
 
-The wheel is downloaded at test time (``pip download --no-deps verl==0.9.1``, 1.7 MB), cached in pytest's
-cache directory, and read with ``zipfile``: verl is never installed or imported. Nothing from it is
-committed. Checked here:
+The wheel is downloaded at test time (``pip download --no-deps verl==0.9.1``, 1.7 MB), cached outside the
+repository (``$RLPLAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/rlplan`` or ``~/.cache/rlplan``), and read with
+``zipfile``: verl is never installed or imported, nothing from it is written into the repository. A failed
+download fails the test that needs the wheel, with pip's error: the index is reachable here and in CI, and
+29 checks skipped for a network error would hide every mapping regression. Checked here:
 
 * every verl key rlplan emits or reads exists in ``_generated_ppo_trainer.yaml`` (FSDP) and/or
   ``_generated_ppo_megatron_trainer.yaml`` exactly where ``KEY_MAPS`` says, with the exceptions listed
@@ -15,9 +17,11 @@ committed. Checked here:
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ from calculator import load_scenario
 from calculator import verl as V
 from calculator.errors import InputError
 from calculator.verl import checks as C
+from tests.support.require import require
 
 VERSION = "0.9.1"
 CONFIG = "verl/trainer/config/"
@@ -61,25 +66,38 @@ DEFAULT_DIFFERENCES: dict[str, str] = {
 }
 
 
+def cache_dir() -> Path:
+    """Where downloaded wheels are kept between runs: never inside the repository."""
+    configured = os.environ.get("RLPLAN_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rlplan"
+
+
 def _download(dest: Path) -> Path:
+    """The cached wheel, or pip download it (into a fresh directory, then moved into place atomically, so two
+    test workers downloading at once never see half a file). Any failure fails the test with pip's error."""
+    dest.mkdir(parents=True, exist_ok=True)
     wheels = sorted(dest.glob(f"verl-{VERSION}-*.whl"))
     if wheels:
         return wheels[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", f"verl=={VERSION}", "-d", str(dest), "-q"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot run pip download verl=={VERSION} ({exc}): package index unreachable?")
-    wheels = sorted(dest.glob(f"verl-{VERSION}-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        pytest.skip(f"pip download verl=={VERSION} failed (package index unreachable?): {proc.stderr.strip()[-300:]}")
-    return wheels[0]
+    with tempfile.TemporaryDirectory(dir=dest) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", f"verl=={VERSION}", "-d", tmp, "-q"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            pytest.fail(f"cannot run {' '.join(cmd)}: {exc}", pytrace=False)
+        got = sorted(Path(tmp).glob(f"verl-{VERSION}-*.whl"))
+        if proc.returncode != 0 or not got:
+            pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr.strip()[-2000:]}", pytrace=False)
+        target = dest / got[0].name
+        os.replace(got[0], target)
+    return target
 
 
 @pytest.fixture(scope="session")
-def wheel(request) -> zipfile.ZipFile:
-    dest = Path(request.config.cache.mkdir("verl-wheel"))
-    with zipfile.ZipFile(_download(dest)) as zf:
+def wheel() -> zipfile.ZipFile:
+    with zipfile.ZipFile(_download(cache_dir() / "wheels")) as zf:
         yield zf
 
 
@@ -351,18 +369,17 @@ EXPORTED = [
 
 @pytest.mark.parametrize(("preset", "overrides"), EXPORTED)
 def test_exported_overrides_compose_in_hydra(config_dir, preset, overrides):
-    pytest.importorskip("hydra", reason="hydra-core not installed (requirements-dev.txt)")
     import shlex
 
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    hydra = require("hydra")
+    OmegaConf = require("omegaconf").OmegaConf  # noqa: N806 (the library's name)
 
     s = load_scenario(preset, overrides=overrides)
     base = load_scenario(preset)
     text = V.format_overrides(s, "overrides", base=base)
     tokens = [t for line in text.splitlines() for t in shlex.split(line)]
-    with initialize_config_dir(str(config_dir), version_base=None):
-        cfg = compose("ppo_trainer", overrides=tokens)
+    with hydra.initialize_config_dir(str(config_dir), version_base=None):
+        cfg = hydra.compose("ppo_trainer", overrides=tokens)
     resolved = _flat(OmegaConf.to_container(cfg, resolve=True))
     for key, value in V.export_overrides(s, base=base):
         key = key.lstrip("+")

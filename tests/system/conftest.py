@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.require import require
 from tests.support.server import CHROMIUM
 
 TIMEOUT_MS = 30_000  # one page load or one interaction -> the expected text
@@ -21,23 +22,14 @@ def chromium() -> str:
     return CHROMIUM
 
 
-def _import(name: str) -> ModuleType:
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        pytest.fail(f"{name} cannot be imported ({exc}): python3 -m pip install -r requirements-dev.txt", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def sync_api(chromium: str) -> ModuleType:
     """playwright.sync_api, with auto-retrying expectations waiting up to TIMEOUT_MS."""
-    api = _import("playwright.sync_api")
+    api = require("playwright.sync_api")
     api.expect.set_options(timeout=TIMEOUT_MS)
     return api
 
 
 @pytest.fixture(scope="session")
 def async_api(chromium: str) -> ModuleType:
-    return _import("playwright.async_api")
+    return require("playwright.async_api")

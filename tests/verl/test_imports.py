@@ -48,17 +48,6 @@ def test_fsdp2_actor_gets_verl_critic_default():
     assert natives["critic.strategy"] is None  # same as the actor's: rlplan's default
 
 
-def test_deprecated_micro_batches_reported():
-    _, notes = V.import_verl_text(
-        "actor_rollout_ref.actor.ppo_micro_batch_size=64 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"
-    )
-    assert any("[actor] You have set both 'actor.ppo_micro_batch_size'" in n for n in notes)
-    _, notes = V.import_verl_text("algorithm.adv_estimator=gae critic.ppo_micro_batch_size=64")
-    assert any("[critic] You have set both 'critic.micro_batch_size'" in n for n in notes)
-    _, notes = V.import_verl_text("actor_rollout_ref.rollout.log_prob_micro_batch_size=64")
-    assert any("micro_batch_deprecated" in n or "reads only" in n for n in notes)
-
-
 def test_critic_deprecated_sp_key():
     natives, notes = V.import_verl_text(
         "critic.ulysses_sequence_parallel_size=2 critic.fsdp.ulysses_sequence_parallel_size=4"

@@ -89,24 +89,3 @@ def test_boundaries_that_pass():
         },
     )
     assert s.hardware.num_gpus == 1
-
-
-def test_load_scenario_sources(tmp_path):
-    s = load_scenario("qwen2.5-7b-grpo-8xh100")
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(s.model_dump(mode="json")))
-    assert load_scenario(str(path)) == s
-    assert load_scenario(s.model_dump()) == s
-    assert load_scenario(s) == s
-    with pytest.raises(InputError, match="unknown scenario preset or file"):
-        load_scenario("no-such-scenario")
-
-
-def test_api_contract_example():
-    """DESIGN.md 6.3 verbatim."""
-    s = load_scenario(
-        "qwen2.5-7b-grpo-8xh100",
-        overrides={"data.mean_response_length": 300},
-        verl_overrides=["actor_rollout_ref.rollout.n=8"],
-    )
-    assert s.rollout.n == 8 and s.data.mean_response_length == 300

@@ -44,7 +44,9 @@ def test_too_small_a_gpu_says_why_with_numbers():
     """A100-40GB (39.38 GiB usable): the update and the worst case no longer fit."""
     f = _fit({"hardware.gpu": "a100-40gb"})
     assert not f.fits
-    assert f.reasons[0].startswith(f"peak {f.peak_gib_per_gpu:.1f} GiB in {f.peak_phase} > {f.limit_gib_per_gpu:.1f} GiB")
+    assert f.reasons[0].startswith(
+        f"peak {f.peak_gib_per_gpu:.1f} GiB in {f.peak_phase} > {f.limit_gib_per_gpu:.1f} GiB"
+    )
     assert f.reasons[1] == f"worst case (max lengths) {f.worst_case_gib_per_gpu:.1f} GiB > usable 39.38 GiB"
     report = estimate(load_scenario(BASE, overrides={"hardware.gpu": "a100-40gb"}))
     excess = sum(max(0.0, p.total_gib - f.limit_gib_per_gpu) for p in report.phases) + sum(

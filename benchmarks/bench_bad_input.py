@@ -28,8 +28,15 @@ from calculator.errors import InputError  # noqa: E402
 from calculator.inputs.overrides import parse_value  # noqa: E402
 from calculator.inputs.presets import model_presets, read_json_text, read_yaml_text  # noqa: E402
 from calculator.verl import import_verl_text  # noqa: E402
-from tests.support.hostile import HOSTILE_JSON, HOSTILE_VERL_TEXTS, HOSTILE_YAML  # noqa: E402
-from tests.verl.test_shell import HOSTILE_ARITHMETIC  # noqa: E402
+from tests.support.hostile import (  # noqa: E402
+    BOMB_VALUE,
+    DEEP_JSON,
+    HOSTILE_ARITHMETIC,
+    HOSTILE_JSON,
+    HOSTILE_VERL_TEXTS,
+    HOSTILE_YAML,
+    TAMPERED,
+)
 
 
 def _cpu_s() -> float:
@@ -57,8 +64,7 @@ def calculator_cases() -> dict[str, Callable[[], object]]:
         cases[f"yaml {name}"] = lambda text=text: read_yaml_text(text, "input.yaml")
     for name, (text, _) in HOSTILE_JSON.items():
         cases[f"json {name}"] = lambda text=text: read_json_text(text, "config.json")
-    bomb = "[" + ", ".join(["&a [1,1,1,1,1,1,1,1,1]"] + [f"&{c} [{','.join(['*' + p] * 9)}]" for p, c in zip("abcdefg", "bcdefgh", strict=True)]) + "]"  # fmt: skip
-    cases["--set alias bomb"] = lambda: parse_value(bomb)
+    cases["--set alias bomb"] = lambda: parse_value(BOMB_VALUE)
     cases["--set 50,000-deep list"] = lambda: parse_value("[" * 50_000 + "]" * 50_000)
     for name, expr in HOSTILE_ARITHMETIC.items():
         cases[f"shell $(( {name} ))"] = lambda expr=expr: import_verl_text(f"actor_rollout_ref.rollout.n=$(( {expr} ))")
@@ -74,8 +80,6 @@ def calculator_cases() -> dict[str, Callable[[], object]]:
 def app_cases() -> dict[str, Callable[[], object]]:
     from streamlit.testing.v1 import AppTest
 
-    from tests.support.hostile import DEEP_JSON
-    from tests.ui.test_bad_input import TAMPERED
     from ui import keys
 
     def app(params: dict[str, str] | None = None, page: str | None = None) -> AppTest:

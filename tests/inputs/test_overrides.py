@@ -7,17 +7,8 @@ import pytest
 
 from calculator.errors import InputError
 from calculator.inputs.overrides import parse_value, set_dotted
+from tests.support.hostile import BOMB_VALUE
 from tests.support.limits import run_cpu_bounded
-
-# A YAML alias bomb written as one flow value: 8 levels of 9 aliases = 9**8 (43 million) values.
-BOMB_VALUE = (
-    "["
-    + ", ".join(
-        ["&a [1,1,1,1,1,1,1,1,1]"]
-        + [f"&{c} [{','.join(['*' + p] * 9)}]" for p, c in zip("abcdefg", "bcdefgh", strict=True)]
-    )
-    + "]"
-)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +56,7 @@ def test_hostile_values_within_a_cpu_bound() -> None:
         """,
         setup="""
         from calculator.inputs.overrides import parse_value
-        from tests.inputs.test_overrides import BOMB_VALUE
+        from tests.support.hostile import BOMB_VALUE
         """,
         cpu_s=3,
     )

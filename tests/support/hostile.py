@@ -82,3 +82,49 @@ HOSTILE_JSON: dict[str, tuple[str, str]] = {
     "huge": ('{"a": "' + "x" * MAX_INPUT_BYTES + '"}', "larger than 2 MiB"),
     "long-int": ('{"a": ' + "9" * 5000 + "}", "not valid JSON"),
 }
+
+
+# Shell arithmetic a launch script could hold in $(( ... )).
+HOSTILE_ARITHMETIC = {
+    "huge-exponent": "2**65",
+    "negative-exponent": "2**-1",
+    "long": "1+" * 100_000 + "1",
+    "deep": "(" * 5000 + "1" + ")" * 5000,
+    "division-by-zero": "1/0",
+    "python": "__import__('os')",
+    "nested-powers": "(" * 6 + "2" + ")**64" * 6,  # each power is small, the result is 2**(64**6)
+}
+
+
+# Query parameters of a tampered dashboard link.
+TAMPERED = {
+    "nonsense.key": "1",
+    "x" * 10_000: "1",  # a 10,000-character parameter name
+    "hardware.num_gpus": "abc",
+    "rollout.n": "nan",
+    "data.train_batch_size": "1e30",
+    "actor.ppo_mini_batch_size": "-8",
+    "rollout.gpu_memory_utilization": "NaN",
+    "overheads.fragmentation_fraction": "inf",
+    "data.max_prompt_length": "9" * 100_000,  # a 100,000-digit number
+    "model.path": "y" * 100_000,
+    "model.config": "[" * 20_000 + "]" * 20_000,  # json.loads alone: RecursionError
+    "data.max_response_length": "[&a [1,1,1,1,1,1,1,1,1], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]]",
+    "hardware.gpu": "<script>alert('EVIL')</script>",
+    "actor.strategy": PAYLOAD,
+    PAYLOAD: PAYLOAD,
+    "lang": PAYLOAD,
+    "algo": PAYLOAD,
+    "size": PAYLOAD,
+}
+
+
+# A YAML alias bomb written as one --set value: 8 levels of 9 aliases = 9**8 (43 million) values.
+BOMB_VALUE = (
+    "["
+    + ", ".join(
+        ["&a [1,1,1,1,1,1,1,1,1]"]
+        + [f"&{c} [{','.join(['*' + p] * 9)}]" for p, c in zip("abcdefg", "bcdefgh", strict=True)]
+    )
+    + "]"
+)

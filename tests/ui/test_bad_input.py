@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from calculator import estimate, load_scenario
 from calculator.inputs.presets import MAX_INPUT_BYTES, MAX_NESTING, model_presets, preset_problems
-from tests.support.hostile import DEEP_JSON, HOSTILE_VERL_TEXTS, PAYLOAD, UNESCAPED_MARKUP, injection_script
+from tests.support.hostile import DEEP_JSON, HOSTILE_VERL_TEXTS, PAYLOAD, TAMPERED, UNESCAPED_MARKUP, injection_script
 from tests.support.paths import APP
 from tests.support.presets_env import BROKEN_FILES, presets_dir, write_team_dir
 from ui import keys
@@ -217,27 +217,6 @@ def test_compare_page_survives_hostile_overrides() -> None:
 
 
 # ----------------------------------------------------------------------------- tampered links (app)
-
-TAMPERED = {
-    "nonsense.key": "1",
-    "x" * 10_000: "1",  # a 10,000-character parameter name
-    "hardware.num_gpus": "abc",
-    "rollout.n": "nan",
-    "data.train_batch_size": "1e30",
-    "actor.ppo_mini_batch_size": "-8",
-    "rollout.gpu_memory_utilization": "NaN",
-    "overheads.fragmentation_fraction": "inf",
-    "data.max_prompt_length": "9" * 100_000,  # a 100,000-digit number
-    "model.path": "y" * 100_000,
-    "model.config": "[" * 20_000 + "]" * 20_000,  # json.loads alone: RecursionError
-    "data.max_response_length": "[&a [1,1,1,1,1,1,1,1,1], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]]",
-    "hardware.gpu": "<script>alert('EVIL')</script>",
-    "actor.strategy": PAYLOAD,
-    PAYLOAD: PAYLOAD,
-    "lang": PAYLOAD,
-    "algo": PAYLOAD,
-    "size": PAYLOAD,
-}
 
 
 def test_tampered_link_is_ignored_with_messages() -> None:

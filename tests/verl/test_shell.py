@@ -10,7 +10,7 @@ import pytest
 
 from calculator import verl as V
 from calculator.verl import import_verl_text
-from tests.support.hostile import injection_script
+from tests.support.hostile import HOSTILE_ARITHMETIC, injection_script
 from tests.support.limits import run_cpu_bounded
 
 
@@ -22,17 +22,6 @@ def test_launch_script_is_only_parsed(tmp_path: Path) -> None:
     joined = " ".join(notes)
     assert "unresolved shell variable" in joined and "rm -rf" in joined  # said, not done
     assert not list(tmp_path.iterdir()), "a shell command ran"
-
-
-HOSTILE_ARITHMETIC = {
-    "huge-exponent": "2**65",
-    "negative-exponent": "2**-1",
-    "long": "1+" * 100_000 + "1",
-    "deep": "(" * 5000 + "1" + ")" * 5000,
-    "division-by-zero": "1/0",
-    "python": "__import__('os')",
-    "nested-powers": "(" * 6 + "2" + ")**64" * 6,  # each power is small, the result is 2**(64**6)
-}
 
 
 @pytest.mark.parametrize("expr", list(HOSTILE_ARITHMETIC.values()), ids=list(HOSTILE_ARITHMETIC))
@@ -56,7 +45,7 @@ def test_hostile_arithmetic_within_a_cpu_bound() -> None:
         """,
         setup="""
         from calculator.verl import import_verl_text
-        from tests.verl.test_shell import HOSTILE_ARITHMETIC
+        from tests.support.hostile import HOSTILE_ARITHMETIC
         """,
         cpu_s=5,
     )

@@ -244,6 +244,7 @@ def test_planner_is_pure():
     assert r.stdout.strip() == "False"
 
 
+@pytest.mark.slow  # runs the whole planner benchmark once
 def test_benchmark_runs():
     r = subprocess.run(
         [sys.executable, "benchmarks/bench_planner.py", "--repeat", "1"],

@@ -15,7 +15,7 @@ from calculator.model import activations as act
 from calculator.model.architecture import parse_hf_config
 from tests.support.require import require
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]  # ~60 s of CPU: real models, forward and backward
 
 TOLERANCE = 0.05
 

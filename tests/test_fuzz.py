@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calculator import InputError, estimate, load_scenario
-from tests.strategies import scenario_dicts
+from tests.support.strategies import scenario_dicts
+
+pytestmark = pytest.mark.slow  # ~25 s: the longest single test of the default run
 
 EXAMPLES = int(os.environ.get("RLPLAN_FUZZ_EXAMPLES", "2000"))
 

@@ -1,0 +1,155 @@
+"""The CLI contract (DESIGN.md 6.1/6.2) and bad input: exit 2, one line naming the field, no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from calculator.cli.main import main
+from calculator.inputs.presets import model_presets
+from tests.support.paths import ROOT
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "calculator", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_estimate_json_contract_keys(capsys):
+    assert main(["estimate", "qwen2.5-7b-grpo-8xh100", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["model"]) >= {"name", "total_params", "active_params", "kv_cache_bytes_per_token"}
+    assert set(r["hardware"]) >= {"gpu", "usable_memory_gib", "num_gpus", "gpus_per_node"}
+    assert set(r["peak"]) >= {"phase", "gib_per_gpu", "fits", "headroom_gib", "worst_case_gib_per_gpu"}
+    assert set(r["rollout"]) >= {
+        "num_replicas",
+        "kv_cache_gib_per_gpu",
+        "kv_cache_tokens_per_replica",
+        "max_concurrent_sequences_per_replica",
+        "sequences_per_replica",
+    }
+    assert isinstance(r["warnings"], list)
+    names = [p["name"] for p in r["phases"]]
+    order = [
+        "rollout",
+        "reward",
+        "old_log_prob",
+        "ref_log_prob",
+        "critic_values",
+        "update_critic",
+        "update_actor",
+        "weight_sync",
+    ]
+    assert names == [n for n in order if n in names]
+    for p in r["phases"]:
+        assert sum(p["components"].values()) == pytest.approx(p["total_gib"], abs=1e-9)
+    assert r["peak"]["gib_per_gpu"] == max(p["total_gib"] for p in r["phases"])
+
+
+def test_estimate_any_config_json(tmp_path, capsys):
+    """Model and hardware keys for a config.json given by path."""
+    cfg = dict(model_presets()["qwen3-8b"].config)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert (
+        main(
+            [
+                "estimate",
+                "--model",
+                str(path),
+                "--gpu",
+                "h100-80gb",
+                "--num-gpus",
+                "8",
+                "--set",
+                "actor.use_dynamic_bsz=true",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    r = json.loads(capsys.readouterr().out)
+    assert r["model"]["total_params"] == model_presets()["qwen3-8b"].architecture.total_params()
+    assert r["hardware"] == {**r["hardware"], "gpu": "h100-80gb", "num_gpus": 8, "usable_memory_gib": 79.22}
+
+
+def test_presets_json(capsys):
+    for kind in ("models", "gpus", "scenarios"):
+        assert main(["presets", kind, "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert rows and all("id" in r and "name" in r for r in rows)
+        if kind == "gpus":
+            assert all("usable_memory_gib" in r for r in rows)
+        if kind == "models":
+            assert all(isinstance(r["total_params"], int) for r in rows)
+
+
+def test_verl_file_import(tmp_path, capsys):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "set -x\npython3 -m verl.trainer.main_ppo \\\n  algorithm.adv_estimator=grpo \\\n"
+        "  actor_rollout_ref.rollout.n=16 \\\n  trainer.n_gpus_per_node=8 trainer.nnodes=2 \\\n"
+        "  data.train_files=$HOME/data/train.parquet \\\n  actor_rollout_ref.actor.made_up_key=3\n"
+    )
+    assert main(["estimate", "qwen2.5-7b-grpo-8xh100", "--verl", str(script), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["hardware"]["num_gpus"] == 16
+    assert any("made_up_key" in w for w in r["warnings"])
+
+
+BAD = [
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--num-gpus", "0"], "hardware.num_gpus"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--num-gpus", "-4"], "hardware.num_gpus"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--set", "rollout.n=0"], "rollout.n"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--gpu", "h1000"], "hardware.gpu"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--model", "llama-9000"], "model.path"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--model", "/nonexistent/config.json"], "config.json"),
+    (["estimate", "no-such-scenario"], "scenario"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--set", "nokeyvalue"], "--set"),
+    (["estimate", "qwen2.5-7b-grpo-8xh100", "--num-gpus", "eight"], "arguments"),
+    (["bogus"], "arguments"),
+]
+
+
+@pytest.mark.parametrize(("args", "field"), BAD)
+def test_bad_input_exit_2(args, field):
+    p = run(args)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert lines and all(line.startswith("error: ") for line in lines)
+    assert field in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "not valid"),
+        ('{"model_type": "bert", "hidden_size": 8}', "not supported; supported"),
+        ('{"model_type": "llama", "hidden_size": 64}', "num_hidden_layers"),
+        ("[1, 2, 3]", "must be a mapping"),
+        ("", "must be a mapping"),
+    ],
+)
+def test_bad_config_json(tmp_path, content, needle):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    p = run(["estimate", "qwen2.5-7b-grpo-8xh100", "--model", str(path)])
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert needle in p.stderr
+
+
+def test_scenario_yaml_not_a_mapping(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("- just\n- a list\n")
+    p = run(["estimate", str(path)])
+    assert p.returncode == 2 and "must be a mapping" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_human_output():
+    p = run(["estimate", "qwen2.5-7b-grpo-8xh100"])
+    assert p.returncode == 0 and "peak:" in p.stdout and "rollout:" in p.stdout

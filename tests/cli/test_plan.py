@@ -1,0 +1,69 @@
+"""``python -m calculator plan`` and ``advise`` (calculator/cli/plan.py): JSON, text, CSV and Markdown output, and
+exit 2 with one line per input problem."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from calculator.cli.main import main
+from tests.support.paths import ROOT
+
+BASE = "qwen2.5-7b-grpo-8xh100"
+
+
+def test_cli_plan_json(capsys):
+    assert main(["plan", BASE, "--gpus", "h100-80gb,a100-80gb", "--max-gpus", "64", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert sorted(r["gpu"] for r in d["rows"]) == ["a100-80gb", "h100-80gb"]
+    assert isinstance(d["elapsed_s"], float)
+
+
+def test_cli_plan_text_csv_markdown(capsys):
+    assert main(["plan", BASE, "--gpus", "h100-80gb", "--max-gpus", "64"]) == 0
+    assert "h100-80gb" in capsys.readouterr().out
+    assert main(["plan", BASE, "--gpus", "h100-80gb", "--max-gpus", "64", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("gpu,gpu_name,min_gpus")
+    assert main(["plan", BASE, "--gpus", "h100-80gb", "--max-gpus", "64", "--format", "markdown"]) == 0
+    assert "| GPU |" in capsys.readouterr().out
+
+
+def test_cli_plan_bad_input_exits_2_one_line_per_problem():
+    r = subprocess.run(
+        [sys.executable, "-m", "calculator", "plan", BASE, "--gpus", "nope,h100-80gb", "--margin", "1.5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("error: ") for line in lines)
+    assert any("margin:" in line for line in lines) and any("gpus:" in line for line in lines)
+    assert "Traceback" not in r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "calculator", "plan", BASE, "--max-gpus", "many"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "--max-gpus" in r.stderr
+
+
+def test_advice_json_and_cli(capsys):
+    assert main(["advise", BASE, "--gpu", "a100-40gb", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {"status", "base", "suggestions", "first_fit", "combined"} <= set(d)
+    top = d["suggestions"][0]
+    assert {"lever", "settings", "verl_overrides", "peak_gib_per_gpu", "step_s", "fits", "first_fit"} <= set(top)
+    assert main(["advise", BASE, "--gpu", "a100-40gb"]) == 0
+    out = capsys.readouterr().out
+    assert "first change that fits" in out and "actor_rollout_ref." in out
+
+
+def test_cli_advise_bad_input_exits_2(capsys):
+    assert main(["advise", BASE, "--margin", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: margin:")

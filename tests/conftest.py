@@ -1,0 +1,64 @@
+"""Test-suite rules that hold for every test.
+
+* Everything under ``tests/system/`` (real browsers, the load test, deployment, anything that starts a
+  server) carries the ``system`` marker. ``pyproject.toml`` deselects it by default (``-m "not system"``), so
+  ``python3 -m pytest`` runs the unit, UI (AppTest) and reference tests; ``python3 -m pytest -m system -n 0``
+  runs the system suite. A ``browser``, ``load`` or ``deploy`` test outside ``tests/system/`` is a collection
+  error: those markers mean "needs a browser / a server / the deployment files" and belong to the system suite.
+* No wall-clock limits in unit tests: hypothesis runs without its per-example deadline (speed is measured by
+  ``benchmarks/``, bounds are CPU-time limits in a child process, see ``tests/support/limits.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from tests.support.paths import ROOT
+
+SYSTEM_DIR = ROOT / "tests" / "system"
+SYSTEM_ONLY_MARKERS = ("browser", "load", "deploy")
+
+settings.register_profile("rlplan", deadline=None, print_blob=True)
+settings.load_profile("rlplan")
+
+
+def _under(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection reads the markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    misplaced = []
+    for item in items:
+        if _under(Path(str(item.path)), SYSTEM_DIR):
+            item.add_marker(pytest.mark.system)
+        else:
+            marks = [m for m in SYSTEM_ONLY_MARKERS if item.get_closest_marker(m)]
+            if marks:
+                misplaced.append(f"{item.nodeid} ({', '.join(marks)})")
+    if misplaced:
+        raise pytest.UsageError(
+            "tests marked browser/load/deploy must live under tests/system/: " + "; ".join(misplaced)
+        )
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where system tests put screenshots and figures: ``$RLPLAN_TEST_ARTIFACTS`` when set (``.ci/run`` sets
+    it to keep them), else a temporary directory. Never a tracked path."""
+    configured = os.environ.get("RLPLAN_TEST_ARTIFACTS")
+    if configured:
+        path = Path(configured).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        path = tmp_path_factory.mktemp("artifacts")
+    yield path

@@ -1,0 +1,44 @@
+"""How large each role's model is (calculator/model/roles.py): LoRA and DoRA parameter counts by hand on
+Qwen2.5-7B, and the value head that replaces the LM head of a critic or reward model."""
+
+from __future__ import annotations
+
+from calculator.inputs.presets import model_presets
+from calculator.model.roles import (
+    dora_magnitude_params,
+    dora_transient_bytes,
+    lora_adapted_linears,
+    lora_params,
+    policy_role,
+    value_role,
+)
+
+GRPO, PPO = "qwen2.5-7b-grpo-8xh100", "qwen2.5-7b-ppo-8xh100"
+ARCH = model_presets()["qwen2.5-7b"].architecture
+P7, V, H, INTER, KV, LAYERS = 7_615_616_512, 152_064, 3584, 18944, 512, 28
+
+
+def test_adapted_linears_by_hand():
+    """all-linear on Qwen2.5-7B: q, k, v, o and gate, up, down in each of 28 layers (the lm_head is not adapted)."""
+    assert lora_adapted_linears(ARCH, "attention") == [(H, H, 28), (H, KV, 28), (H, KV, 28), (H, H, 28)]
+    assert lora_adapted_linears(ARCH, "mlp") == [(H, INTER, 56), (INTER, H, 28)]
+    assert lora_adapted_linears(ARCH, "all-linear") == lora_adapted_linears(ARCH, "attention") + lora_adapted_linears(
+        ARCH, "mlp"
+    )
+
+
+def test_lora_and_dora_params_by_hand():
+    per_layer = (H + H) + 2 * (H + KV) + (H + H) + 2 * (H + INTER) + (INTER + H)  # in + out of each adapted linear
+    assert lora_params(ARCH, 32, "all-linear") == 32 * LAYERS * per_layer
+    assert lora_params(ARCH, 16, "all-linear") * 2 == lora_params(ARCH, 32, "all-linear")  # linear in the rank
+    assert dora_magnitude_params(ARCH, "all-linear") == LAYERS * (H + 2 * KV + H + 2 * INTER + H)  # outputs
+    assert dora_transient_bytes(ARCH, "all-linear") == 2 * 2 * H * INTER  # largest matrix, merged + squared, bf16
+
+
+def test_policy_and_value_roles():
+    actor = policy_role("actor", ARCH)
+    assert (actor.num_params, actor.root_params, actor.lm_head_vocab) == (P7, 2 * V * H + H, V)
+    critic = value_role("critic", ARCH)
+    assert critic.num_params == P7 - V * H + (H + 1)  # the lm_head becomes score = Linear(h, 1)
+    assert critic.root_params == V * H + H + (H + 1)  # embedding + final norm + score head
+    assert critic.lm_head_vocab == 0 and critic.largest_layer_params == actor.largest_layer_params

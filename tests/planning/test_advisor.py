@@ -1,0 +1,149 @@
+"""OOM advisor (issue #6): the highlighted suggestion fits when applied, figures match a fresh estimate,
+ranking rules, statuses, bad input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from calculator import InputError, estimate, load_scenario
+from calculator.inputs.scenario import Scenario
+from calculator.planning.advisor import TIER_ORDER, TIME_COST_LABELS, advise
+from calculator.planning.fit import fit_check
+from tests.support.strategies import scenario_dicts
+
+BASE = "qwen2.5-7b-grpo-8xh100"
+MARGIN = 0.10
+NOT_FITTING = {
+    "a100-40gb": {"hardware.gpu": "a100-40gb"},
+    "rtx4090": {"hardware.gpu": "rtx4090-24gb"},
+    "32b-on-h100": {"model.path": "qwen2.5-32b"},
+    "ppo-l40s": {"hardware.gpu": "l40s-48gb", "algorithm.adv_estimator": "gae", "rollout.n": 1},
+    "long-responses": {"data.max_response_length": 8192, "data.mean_response_length": 4000},
+}
+
+
+@pytest.fixture(scope="module", params=list(NOT_FITTING), ids=list(NOT_FITTING))
+def case(request):
+    s = load_scenario(BASE, overrides=NOT_FITTING[request.param])
+    return s, advise(s, margin=MARGIN)
+
+
+def _apply_native(s: Scenario, changes: dict) -> Scenario:
+    return load_scenario(s, overrides=changes)
+
+
+def test_scenarios_do_not_fit(case):
+    _, a = case
+    assert a.status != "fits" and a.suggestions
+    assert not a.base.fits and a.base.reasons
+
+
+def test_first_fit_really_fits_when_applied(case):
+    s, a = case
+    first = [x for x in a.suggestions if x.first_fit]
+    assert len(first) == 1, "every case here has a change that fits"
+    sug = first[0]
+    assert a.first_fit == sug.lever and sug.fits
+    # by the scenario's own fields
+    new = _apply_native(s, sug.native_changes)
+    assert fit_check(estimate(new), new, MARGIN).fits
+    # by the verl overrides a user would paste (rlplan-only fields such as mean lengths excepted)
+    if not any(k.startswith(("data.mean_", "overheads.", "efficiency.")) for k in sug.native_changes):
+        pasted = load_scenario(s, verl_overrides=sug.verl_overrides)
+        report = estimate(pasted)
+        assert fit_check(report, pasted, MARGIN).fits
+        assert report.peak.gib_per_gpu == pytest.approx(sug.peak_gib_per_gpu, rel=1e-9)
+
+
+def test_every_suggestion_matches_a_fresh_estimate(case):
+    s, a = case
+    base_peak = estimate(s).peak.gib_per_gpu
+    for sug in a.suggestions:
+        new = _apply_native(s, sug.native_changes)
+        r = estimate(new)
+        assert r.peak.gib_per_gpu == pytest.approx(sug.peak_gib_per_gpu, rel=1e-9), sug.lever
+        assert r.peak.worst_case_gib_per_gpu == pytest.approx(sug.worst_case_gib_per_gpu, rel=1e-9)
+        assert sug.saving_gib == pytest.approx(base_peak - sug.peak_gib_per_gpu)
+        assert fit_check(r, new, MARGIN).fits == sug.fits
+        if r.time is not None and a.base_step_s is not None:
+            assert sug.added_step_s == pytest.approx(r.time.step_s - a.base_step_s)
+
+
+def test_ranking_rules(case):
+    _, a = case
+    assert [x.rank for x in a.suggestions] == list(range(1, len(a.suggestions) + 1))
+    helps = [x.helps for x in a.suggestions]
+    assert helps == sorted(helps, reverse=True), "changes that help come before those that do not"
+    for group in (True, False):
+        tiers = [TIER_ORDER[x.tier] for x in a.suggestions if x.helps == group]
+        assert tiers == sorted(tiers), "settings, then more GPUs, then workload changes"
+        for tier in TIER_ORDER:
+            same = [x for x in a.suggestions if x.helps == group and x.tier == tier and x.lever != "combined"]
+            if a.base_step_s is not None and all(x.added_step_s is not None for x in same):
+                added = [x.added_step_s for x in same]
+                assert added == sorted(added), "within a tier: by step time added"
+    for x in a.suggestions:
+        assert x.changes_experiment == (x.tier == "workload")
+        assert x.fits <= x.helps
+    first = next(i for i, x in enumerate(a.suggestions) if x.fits)
+    assert a.suggestions[first].first_fit
+
+
+def test_workload_changes_are_labelled(case):
+    _, a = case
+    for x in a.suggestions:
+        if x.tier == "workload":
+            assert any(
+                k.startswith(("data.", "rollout.n", "model.lora_rank", "actor.ppo_mini")) for k in x.native_changes
+            )
+
+
+def test_fitting_scenario_needs_no_advice():
+    a = advise(load_scenario(BASE))
+    assert a.status == "fits" and a.suggestions == [] and a.first_fit is None and a.combined is None
+
+
+def test_within_margin_status():
+    s = load_scenario(BASE)
+    peak = estimate(s).peak.gib_per_gpu
+    margin = 1 - (peak - 1.0) / 79.22  # fits the usable memory but not the margin
+    a = advise(s, margin=margin)
+    assert a.status == "within_margin"
+    assert a.first_fit is not None
+
+
+def test_without_step_time_ranks_by_mechanism(monkeypatch):
+    import calculator.planning.advisor as adv
+    import calculator.planning.search as ps
+
+    real = adv.estimate
+    monkeypatch.setattr(adv, "estimate", lambda s: real(s).model_copy(update={"time": None}))
+    monkeypatch.setattr(ps, "estimate", lambda s: real(s).model_copy(update={"time": None}))
+    a = advise(load_scenario(BASE, overrides={"hardware.gpu": "a100-40gb"}))
+    assert a.base_step_s is None
+    for tier in TIER_ORDER:
+        classes = [TIME_COST_LABELS.index(x.time_cost) for x in a.suggestions if x.helps and x.tier == tier]
+        assert classes == sorted(classes)
+    assert all(x.step_s is None and x.added_step_s is None for x in a.suggestions)
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [({"margin": 1.2}, "margin"), ({"max_gpus": 0}, "max_gpus")])
+def test_bad_input(kwargs, field):
+    with pytest.raises(InputError) as err:
+        advise(load_scenario(BASE), **kwargs)
+    assert err.value.problems[0].startswith(f"{field}:")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(scenario_dicts())
+def test_first_fit_on_random_scenarios(d):
+    s = Scenario(**d)
+    a = advise(s, margin=MARGIN, max_gpus=64)
+    if a.status == "fits":
+        assert not a.suggestions
+        return
+    for sug in a.suggestions:
+        if sug.first_fit:
+            new = load_scenario(s, overrides=sug.native_changes)
+            assert fit_check(estimate(new), new, MARGIN).fits

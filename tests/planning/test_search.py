@@ -1,0 +1,187 @@
+"""The planner's search (calculator/planning/search.py): the minimum GPU count fits and nothing in the searched space
+fits one count below it (hypothesis over the knobs), the pruning premise (the most-saving frontier needs the least
+memory), invariants on random scenarios, and the recommended configuration is the cheapest candidate."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from calculator import estimate, load_scenario
+from calculator.inputs.presets import gpu_presets
+from calculator.inputs.scenario import Scenario
+from calculator.planning.fit import fit_check
+from calculator.planning.planner import plan
+from calculator.planning.recommend import search_gpu, selection_key
+from calculator.planning.search import GpuSearch
+from calculator.planning.space import Knobs
+from tests.support.strategies import scenario_dicts
+
+BASE = "qwen2.5-7b-grpo-8xh100"
+MARGIN = 0.10
+
+
+@pytest.fixture(scope="module")
+def base():
+    return load_scenario(BASE)
+
+
+# (scenario preset, GPU) pairs whose minimum is above one GPU, so a previous count exists.
+MINIMA = [
+    (BASE, "a100-40gb"),
+    (BASE, "rtx4090-24gb"),
+    ("qwen2.5-7b-ppo-8xh100", "l40s-48gb"),
+    ("qwen3-30b-a3b-grpo-16xh100", "h100-80gb"),
+]
+
+
+def _search(scenario_id: str, gpu: str) -> tuple[GpuSearch, object]:
+    s = load_scenario(scenario_id)
+    srch = GpuSearch(s, gpu, max_gpus=1024, margin=MARGIN, allow_lora=False)
+    return srch, search_gpu(s, gpu, max_gpus=1024, margin=MARGIN, allow_lora=False)
+
+
+@pytest.mark.parametrize(("scenario_id", "gpu"), MINIMA)
+def test_minimum_fits_and_previous_count_frontier_does_not(scenario_id, gpu):
+    srch, res = _search(scenario_id, gpu)
+    assert res.minimum is not None and res.minimum.fit.fits
+    n = res.minimum.knobs.num_gpus
+    counts = list(res.counts)
+    assert n in counts and counts.index(n) > 0, "pick pairs whose minimum is not the first count"
+    prev = counts[counts.index(n) - 1]
+    assert srch.frontier(prev), "the previous count has valid most-saving configurations"
+    for k in srch.frontier(prev):
+        ev = srch.evaluate(k)
+        assert ev is not None and not ev.fit.fits
+
+
+@st.composite
+def _knobs(draw, srch: GpuSearch, n: int) -> Knobs:
+    bools = {
+        lever: draw(st.sampled_from(srch.bool_domain(lever)))
+        for lever in (
+            "lora",
+            "param_offload",
+            "optimizer_offload",
+            "activation_offload",
+            "gradient_checkpointing",
+            "entropy_chunking",
+            "cap_max_model_len",
+            "free_cache_engine",
+            "full_shard",
+        )
+    }
+    return Knobs(
+        num_gpus=n,
+        rollout_tp=draw(st.sampled_from(srch.tp_values(n))),
+        gpu_memory_utilization=draw(st.sampled_from(srch.util_values())),
+        fused_kernels=draw(st.booleans()),
+        batch=draw(st.integers(0, len(srch.batch_options) - 1)),
+        ulysses_sp=draw(st.sampled_from(srch.sp_values(n))),
+        **bools,
+    )
+
+
+@pytest.mark.parametrize(("scenario_id", "gpu"), MINIMA)
+def test_no_searched_setting_fits_one_count_below_the_minimum(scenario_id, gpu):
+    """Property: any configuration of the searched space at the previous ladder count does not fit."""
+    srch, res = _search(scenario_id, gpu)
+    counts = list(res.counts)
+    prev = counts[counts.index(res.minimum.knobs.num_gpus) - 1]
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_knobs(srch, prev))
+    def check(k: Knobs) -> None:
+        ev = srch.evaluate(k)
+        if ev is not None:  # None = verl/vLLM would reject the combination
+            assert not ev.fit.fits, f"{k} fits at {prev} GPUs"
+
+    check()
+
+
+BORDERLINE = [
+    (BASE, "a100-80gb", 2),
+    (BASE, "rtx4090-24gb", 8),
+    (BASE, "a100-40gb", 4),
+    ("qwen2.5-7b-ppo-8xh100", "l40s-48gb", 4),
+    ("qwen3-30b-a3b-grpo-16xh100", "h100-80gb", 8),
+]
+
+
+@pytest.mark.parametrize(("scenario_id", "gpu", "n"), BORDERLINE)
+def test_no_setting_fits_when_the_frontier_misses_narrowly(scenario_id, gpu, n):
+    """The pruning premise, stressed: set the margin so that the best most-saving configuration of ``n``
+    GPUs misses the limit by 0.01 GiB; then no searched configuration of ``n`` GPUs may fit."""
+    s = load_scenario(scenario_id)
+    probe = GpuSearch(s, gpu, max_gpus=n, margin=0.0, allow_lora=False)
+    best = min(probe.evaluate(k).fit.peak_gib_per_gpu for k in probe.frontier(n))
+    usable = gpu_presets()[gpu].usable_memory_gib
+    margin = 1 - (best - 0.01) / usable
+    assert 0 < margin < 0.5
+    srch = GpuSearch(s, gpu, max_gpus=n, margin=margin, allow_lora=False)
+    assert srch.first_fit_at(n) is None
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_knobs(srch, n))
+    def check(k: Knobs) -> None:
+        ev = srch.evaluate(k)
+        if ev is not None:
+            assert not ev.fit.fits, f"{k} fits although the frontier does not"
+
+    check()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(scenario_dicts(), st.sampled_from(["h100-80gb", "a100-40gb", "l40s-48gb", "h200-141gb"]))
+def test_search_invariants_on_random_scenarios(d, gpu):
+    s = Scenario(**d)
+    res = search_gpu(s, gpu, max_gpus=64, margin=MARGIN, allow_lora=False)
+    if res.minimum is None:
+        return
+    for ev in (res.minimum, res.recommended, *res.candidates):
+        again = estimate(ev.scenario)
+        assert fit_check(again, ev.scenario, MARGIN).fits
+    counts = list(res.counts)
+    i = counts.index(res.minimum.knobs.num_gpus)
+    if i > 0:
+        srch = GpuSearch(s, gpu, max_gpus=64, margin=MARGIN, allow_lora=False)
+        assert all(not srch.evaluate(k).fit.fits for k in srch.frontier(counts[i - 1]))
+
+
+def test_frontier_needs_no_more_memory_than_other_settings(base):
+    """The pruning premise: at a count, the frontier's peak is below every sampled configuration's
+    (for the same rollout TP and fused-kernel choice)."""
+    srch = GpuSearch(base, "a100-80gb", max_gpus=64, margin=MARGIN, allow_lora=False)
+    n = 8
+    front = {(k.rollout_tp, k.fused_kernels): srch.evaluate(k) for k in srch.frontier(n)}
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_knobs(srch, n))
+    def check(k: Knobs) -> None:
+        ev = srch.evaluate(k)
+        f = front.get((k.rollout_tp, k.fused_kernels))
+        if ev is None or f is None or k.gpu_memory_utilization < f.knobs.gpu_memory_utilization:
+            return  # below the frontier's utilization the KV cache cannot hold a max-length sequence
+        assert f.fit.peak_gib_per_gpu <= ev.fit.peak_gib_per_gpu + 1e-9
+        assert f.fit.worst_case_gib_per_gpu <= ev.fit.worst_case_gib_per_gpu + 1e-9
+
+    check()
+
+
+def test_frontier_memory_never_grows_with_gpu_count(base):
+    srch = GpuSearch(base, "rtx4090-24gb", max_gpus=256, margin=MARGIN, allow_lora=False)
+    counts = [n for n in srch.counts if srch.is_valid_count(n)]
+    best = [min(srch.evaluate(k).fit.peak_gib_per_gpu for k in srch.frontier(n)) for n in counts]
+    assert all(b <= a + 1e-9 for a, b in zip(best, best[1:], strict=False))
+
+
+def test_recommended_is_the_cheapest_candidate(base):
+    res = search_gpu(base, "h100-80gb", max_gpus=1024, margin=MARGIN, allow_lora=False)
+    assert res.minimum.step_s is not None, "estimate() gives a step time: the ranking uses it"
+    price = res.gpu.hourly_price_usd
+    keys = [selection_key(c, False, price) for c in res.candidates]
+    assert selection_key(res.recommended, False, price) == min(keys)
+    rec = plan(base, gpus=["h100-80gb"]).rows[0].recommended
+    assert rec.cost_per_step == pytest.approx(rec.step_s * rec.num_gpus * price / 3600)
+    assert rec.cost_per_million_tokens == pytest.approx(rec.cost_per_step / (rec.tokens_per_s * rec.step_s / 1e6))

@@ -1,0 +1,134 @@
+"""How a training backend spends time around its compute (calculator/timing/backend.py), by hand on Qwen2.5-7B over
+8 H100s: FSDP collectives per micro-batch and the exposed pipeline fill, HSDP's extra all-reduce, offload copies
+over PCIe, Ulysses all-to-alls, host launch time, Megatron's recompute shares and pipeline bubble."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator import load_scenario
+from calculator.names import Phase
+from calculator.report.estimate import build_context
+from calculator.timing.backend import (
+    TrainingEngine,
+    fsdp_io,
+    host_seconds,
+    megatron_pass,
+    megatron_recompute,
+    ulysses_seconds,
+)
+from calculator.timing.flops import FULL_RECOMPUTE, NO_RECOMPUTE, Recompute, forward_flops_per_token
+from tests.support.qwen7b_h100 import (
+    BASE,
+    EDGE,
+    EFF_NET,
+    EFF_NVLINK,
+    EFF_PCIE,
+    H100_NVLINK_UNI,
+    H100_PCIE5,
+    HEAD_DIM,
+    HEADS,
+    HOST_TRAIN_S,
+    KV_HEADS,
+    LAYERS,
+    P7,
+)
+
+NVLINK = H100_NVLINK_UNI * EFF_NVLINK  # 337.5 GB/s per GPU inside a node
+PCIE = H100_PCIE5 * EFF_PCIE
+
+
+def engine(overrides: dict | None = None):
+    s = load_scenario(BASE, overrides=overrides or {})
+    ctx = build_context(s)
+    return s, ctx, TrainingEngine(ctx, ctx.actor, ctx.r.actor)
+
+
+def test_fsdp_gathers_and_reduce_scatter_per_micro_batch():
+    """bf16 all-gather of every weight ((n-1)/n of 2 B/param per GPU), fp32 reduce-scatter of the gradients; the
+    root unit + one layer of each is exposed before / after the compute (EDGE)."""
+    s, ctx, r = engine()
+    gather = P7 * 2 * 7 / 8 / NVLINK
+    reduce = P7 * 4 * 7 / 8 / NVLINK
+    fwd = fsdp_io(ctx, r, gathers=1, grads=False)
+    assert fwd.comm == pytest.approx(gather) and fwd.host == 0 and fwd.fill == pytest.approx(EDGE * gather)
+    train = fsdp_io(ctx, r, gathers=2, grads=True)
+    assert train.comm == pytest.approx(2 * gather + reduce)
+    assert train.fill == pytest.approx(EDGE * (gather + reduce))
+    assert r.edge == pytest.approx(EDGE)
+
+
+def test_hsdp_adds_an_all_reduce_across_replica_groups():
+    """16 GPUs sharded in groups of 8: each rank's fp32 gradient shard is all-reduced across the 2 nodes at the
+    inter-node rate (8 NICs x 50 GB/s x 70%)."""
+    s, ctx, r = engine({"hardware.num_gpus": 16, "actor.fsdp_config.fsdp_size": 8})
+    assert r.n == 8
+    hsdp = fsdp_io(ctx, r, gathers=0, grads=True).comm
+    reduce_scatter = P7 * 4 * 7 / 8 / NVLINK
+    all_reduce = P7 * 4 / 8 * 2 * (1 / 2) / (8 * 50e9 * EFF_NET)
+    assert hsdp == pytest.approx(reduce_scatter + all_reduce)
+
+
+def test_no_sync_accumulation_sends_no_gradients_per_micro_batch():
+    s, ctx, r = engine({"actor.fsdp_config.use_no_sync_for_gradient_accumulation": True})
+    assert fsdp_io(ctx, r, gathers=0, grads=True).comm == 0
+
+
+def test_fsdp2_offload_policy_copies_the_shard_in_and_the_grads_out():
+    s, ctx, r = engine({"actor.strategy": "fsdp2", "actor.fsdp_config.offload_policy": True})
+    io = fsdp_io(ctx, r, gathers=1, grads=True)
+    assert io.host == pytest.approx(P7 * 4 / 8 / PCIE + P7 * 4 / 8 / PCIE)
+    assert r.offload_seconds(optimizer=True) == 0  # nothing to bring in: it never leaves the CPU
+
+
+def test_offload_copies_by_hand():
+    """param_offload: the fp32 shard in and out; optimizer_offload: AdamW's two fp32 moments in and out."""
+    _, _, r = engine({"actor.fsdp_config.param_offload": True, "actor.fsdp_config.optimizer_offload": True})
+    params = 2 * P7 / 8 * 4 / PCIE
+    adam = 2 * P7 / 8 * 2 * 4 / PCIE
+    assert r.offload_seconds(optimizer=False) == pytest.approx(params)
+    assert r.offload_seconds(optimizer=True) == pytest.approx(params + adam)
+
+
+def test_ulysses_all_to_alls():
+    """q, k, v in and the output back: (q + 2 kv + o) x 2 B per token, (sp-1)/sp of it, per layer per pass."""
+    s, ctx, _ = engine()
+    tokens, sp, passes = 10_000, 2, 3
+    q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    volume = tokens * (q + 2 * kv + q) * 2 * (1 / 2)
+    assert ulysses_seconds(ctx, ctx.actor, tokens, sp, passes) == pytest.approx(passes * LAYERS * volume / NVLINK)
+    assert ulysses_seconds(ctx, ctx.actor, tokens, 1, passes) == 0
+
+
+def test_host_launches():
+    s, ctx, _ = engine()
+    assert host_seconds(s, ctx.actor, passes=3) == pytest.approx(3 * LAYERS * HOST_TRAIN_S)
+    assert host_seconds(s, ctx.actor, passes=1, layers=7) == pytest.approx(7 * HOST_TRAIN_S)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({}, NO_RECOMPUTE),
+        ({"recompute_granularity": "selective"}, Recompute(0.0, 1.0)),  # core attention only
+        ({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}, FULL_RECOMPUTE),
+        # block: the first 7 of the 14 layers of each of 2 pipeline stages
+        ({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 7,
+          "pipeline_model_parallel_size": 2}, Recompute(0.5, 0.5)),
+    ],
+)  # fmt: skip
+def test_megatron_recompute(fields: dict, expected: Recompute):
+    ov = {"actor.strategy": "megatron", "actor.megatron.tensor_model_parallel_size": 2}
+    s = load_scenario(BASE, overrides={**ov, **{f"actor.megatron.{k}": v for k, v in fields.items()}})
+    assert megatron_recompute(s.actor.megatron, build_context(s).actor.arch) == expected
+
+
+def test_megatron_pipeline_bubble_is_pp_minus_one_stage_times():
+    """PP 4 on 8 GPUs (DP 2): the 1F1B bubble is 3 micro-batch stage times; TP 1 has no TP collectives."""
+    s, ctx, r = engine({"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 4})
+    pb = ctx.r.passes[Phase.OLD_LOG_PROB].expected
+    terms = megatron_pass(ctx, r, pb, 1112, forward_flops_per_token(ctx.actor, 1112), 0.35, passes=1)
+    assert terms["tp_ep_comm"] == 0
+    n_micro = 5120 // 2 // 32  # the rank's 2,560 sequences in micro-batches of 32
+    stage = (terms["compute"] + terms["gemm_small_batch"] + terms["host_overhead"]) / n_micro
+    assert terms["pipeline_bubble"] == pytest.approx(3 * stage, rel=1e-9)

@@ -1,0 +1,122 @@
+"""FLOP counts, link bandwidths and the phase-time record (calculator/timing/flops.py), hand-checked."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator import load_scenario
+from calculator.model.roles import lora_params
+from calculator.report.estimate import build_context
+from calculator.timing.flops import (
+    FULL_RECOMPUTE,
+    NO_RECOMPUTE,
+    PhaseTime,
+    Recompute,
+    attention_flops_per_token,
+    collective_bytes_per_s,
+    fmt_s,
+    forward_flops_per_token,
+    gemm_efficiency,
+    hbm_bytes_per_s,
+    matmul_params,
+    pcie_bytes_per_s,
+    peak_flops,
+    ring_fraction,
+    train_flops_per_token,
+    trainable_matmul_params,
+)
+from tests.support.qwen7b_h100 import (
+    BASE,
+    EFF_DECODE,
+    EFF_NET,
+    EFF_NVLINK,
+    EFF_PCIE,
+    H100_HBM,
+    H100_NVLINK_UNI,
+    H100_PCIE5,
+    H100_TFLOPS,
+    HEAD_DIM,
+    HEADS,
+    LAYERS,
+    N_MM,
+    P7,
+    H,
+    V,
+)
+
+
+def test_collective_bandwidth_across_nodes():
+    s = load_scenario(BASE, overrides={"hardware.num_gpus": 16})
+    gpu = build_context(s).gpu
+    assert collective_bytes_per_s(s, gpu, 8) == pytest.approx(H100_NVLINK_UNI * EFF_NVLINK)
+    # 8 NICs x 50 GB/s per node at 70%, below NVLink's 337.5 GB/s
+    assert collective_bytes_per_s(s, gpu, 16) == pytest.approx(8 * 50e9 * EFF_NET)
+
+
+def _role(overrides: dict | None = None):
+    s = load_scenario(BASE, overrides=overrides or {})
+    return s, build_context(s)
+
+
+def test_matmul_params_policy_and_value_head():
+    """A policy's matmul weights are all but the input embedding (untied lm_head included); a value model swaps
+    the V x h lm_head for an h x 1 score head."""
+    _, ctx = _role()
+    assert matmul_params(ctx.actor) == N_MM == P7 - V * H
+    _, ppo = _role({"algorithm.adv_estimator": "gae"})
+    assert matmul_params(ppo.critic) == N_MM - V * H + H
+
+
+def test_attention_flops():
+    """Per layer: L x (q_dim + o_dim) per causal token at sequence L; 2 c (q_dim + o_dim) per decode token."""
+    _, ctx = _role()
+    arch = ctx.actor.arch
+    assert attention_flops_per_token(arch, 1000, causal=True) == LAYERS * 1000 * (2 * HEADS * HEAD_DIM)
+    assert attention_flops_per_token(arch, 1000, causal=False) == 2 * LAYERS * 1000 * (2 * HEADS * HEAD_DIM)
+
+
+def test_train_flops_full_lora_and_recompute():
+    s, ctx = _role()
+    attn = attention_flops_per_token(ctx.actor.arch, 1112, causal=True)
+    executed, model = train_flops_per_token(s, ctx.actor, 1112, recompute=NO_RECOMPUTE)
+    assert executed == model == 6 * N_MM + 3 * attn
+    executed, model = train_flops_per_token(s, ctx.actor, 1112, recompute=FULL_RECOMPUTE)
+    assert model == 6 * N_MM + 3 * attn and executed == 8 * N_MM + 4 * attn  # one more forward
+    selective = Recompute(0.0, 1.0)
+    assert train_flops_per_token(s, ctx.actor, 1112, recompute=selective)[0] == 6 * N_MM + 4 * attn
+    lora_s, lora_ctx = _role({"model.lora_rank": 32})
+    adapters = lora_params(lora_ctx.actor.arch, 32, "all-linear")
+    assert trainable_matmul_params(lora_s, lora_ctx.actor) == adapters
+    # frozen base: forward + input grads (4N), no weight grads; the adapters' own 6 N_lora
+    assert (
+        train_flops_per_token(lora_s, lora_ctx.actor, 1112, recompute=NO_RECOMPUTE)[1]
+        == 4 * N_MM + 6 * adapters + 3 * attn
+    )
+    assert forward_flops_per_token(ctx.actor, 1112) == 2 * N_MM + attn
+
+
+@pytest.mark.parametrize(
+    ("tokens", "eff"), [(0, 1 / 129), (1, 1 / 129), (128, 0.5), (384, 0.75), (1 << 20, (1 << 20) / ((1 << 20) + 128))]
+)
+def test_gemm_efficiency(tokens: float, eff: float):
+    s, _ = _role()
+    assert gemm_efficiency(s, tokens) == pytest.approx(eff)
+
+
+def test_rates_of_an_h100():
+    s, ctx = _role()
+    gpu = ctx.gpu
+    assert peak_flops(gpu) == H100_TFLOPS
+    assert hbm_bytes_per_s(s, gpu) == pytest.approx(H100_HBM * EFF_DECODE)
+    assert pcie_bytes_per_s(s, gpu) == pytest.approx(H100_PCIE5 * EFF_PCIE)
+
+
+@pytest.mark.parametrize(("n", "share"), [(1, 0.0), (2, 0.5), (8, 7 / 8), (16, 15 / 16)])
+def test_ring_fraction(n: int, share: float):
+    assert ring_fraction(n) == share
+
+
+def test_phase_time_and_format():
+    t = PhaseTime(terms={"compute": 1.5, "comm": 0.25}, formula="f", extra={"diagnostic": 9.0})
+    assert t.seconds == 1.75  # extra is not part of the sum
+    assert fmt_s(1.75) == "1.75 s" and fmt_s(0.0042) == "4.2 ms" and fmt_s(0.01) == "0.01 s"

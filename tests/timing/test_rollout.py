@@ -1,0 +1,197 @@
+"""Rollout time (calculator/timing/rollout.py): decode and prefill steps by hand (memory- vs compute-bound, MoE
+experts touched, eager launches vs CUDA graphs), the response-length distribution, the long tail, and the reward
+model's engine; the invariant that enforce_eager never speeds up a rollout unless it buys KV cache."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+
+from calculator import estimate, load_scenario
+from calculator.report.estimate import build_context
+from calculator.timing.rollout import decode_step_seconds, second_moment, survival
+from calculator.timing.step import phase_times
+from tests.support.qwen7b_h100 import (
+    BASE,
+    EFF_DECODE,
+    EFF_NVLINK,
+    EFF_PREFILL,
+    H100_HBM,
+    H100_NVLINK_UNI,
+    H100_TFLOPS,
+    HEAD_DIM,
+    HEADS,
+    HOST_EAGER_S,
+    KV_HEADS,
+    LAYERS,
+    N_MM,
+    P7,
+    H,
+    V,
+    gemm_eff,
+    times,
+)
+from tests.support.strategies import scenario_dicts
+
+
+def test_decode_step_by_hand():
+    """Qwen2.5-7B, vLLM TP 2 on H100, 64 running sequences at a 1000-token context."""
+    s = load_scenario(BASE)
+    ctx = build_context(s)
+    b, c, tp = 64, 1000, 2
+    kv_per_token_per_gpu = 2 * LAYERS * (KV_HEADS // tp) * HEAD_DIM * 2  # 28,672 B
+    mem = P7 * 2 / tp + b * c * kv_per_token_per_gpu + b * V * 10  # weights + KV read + sampler logits
+    t_mem = mem / (H100_HBM * EFF_DECODE)
+    flops = b * (2 * N_MM + 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c)
+    t_cmp = flops / (tp * H100_TFLOPS * EFF_PREFILL)
+    allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
+    expected = max(t_mem, t_cmp) + allreduce
+    assert t_mem > t_cmp  # bandwidth-bound at this batch
+    assert decode_step_seconds(ctx, b, c) == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(4.596e-3, rel=1e-3)
+
+
+def test_decode_becomes_compute_bound_at_large_batch():
+    s = load_scenario(BASE)
+    ctx = build_context(s)
+    per_token = [decode_step_seconds(ctx, b, 500) / b for b in (1, 16, 256, 1024)]
+    assert per_token == sorted(per_token, reverse=True)  # batching amortises the weight reads
+
+
+def test_prefill_by_hand():
+    s, t = times()
+    seqs, prompt = 1024 * 5 // 4, 512  # 4 replicas of TP 2; the preset has no mean prompt: max 512
+    flops = seqs * prompt * (2 * N_MM + LAYERS * 2 * HEADS * HEAD_DIM * prompt)
+    step_tokens = 8192  # max_num_batched_tokens: the engine prefills in steps of this size
+    expected = flops / (2 * H100_TFLOPS * EFF_PREFILL) / gemm_eff(step_tokens)
+    assert t["rollout"].terms["prefill"] == pytest.approx(expected, rel=1e-9)
+    assert expected / (seqs * prompt / step_tokens) > LAYERS * HOST_EAGER_S  # a step outlasts its launches
+    assert t["rollout"].terms["host_launch"] == 0.0
+
+
+def test_moe_decode_reads_only_touched_experts_at_small_batch():
+    s = load_scenario(BASE, overrides={"model.path": "qwen3-30b-a3b", "rollout.tensor_model_parallel_size": 4})
+    ctx = build_context(s)
+    from calculator.timing.rollout import DecodeStep
+
+    step = DecodeStep(ctx)
+    arch = ctx.actor.arch
+    assert step.weight_bytes(1) < step.weight_bytes(8) < step.weight_bytes(1024)
+    full = (step.dense + step.experts) * 2 / 4
+    assert step.weight_bytes(1024) == pytest.approx(full, rel=1e-6)  # a big batch touches every expert
+    one = (step.dense + step.experts * arch.num_experts_per_tok / arch.num_experts) * 2 / 4
+    assert step.weight_bytes(1) == pytest.approx(one, rel=1e-9)
+
+
+@pytest.mark.parametrize("mean,top", [(100, 1000), (300, 1000), (500, 1000), (800, 1000), (1000, 1000)])
+def test_response_length_distribution_has_the_mean_and_reaches_the_max(mean, top):
+    n = 20000
+    integral = sum(survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
+    assert integral == pytest.approx(mean, rel=2e-3)  # E[R] = integral of the survival function
+    m2 = sum(2 * ((i + 0.5) * top / n) * survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
+    assert m2 == pytest.approx(second_moment(mean, top), rel=5e-3)
+    assert survival(top * 0.999, mean, top) > 0 and survival(top, mean, top) == 0
+
+
+def test_long_tail_grows_with_max_response_at_fixed_mean():
+    _, short = times({"data.max_response_length": 1024, "data.mean_response_length": 600})
+    _, long = times({"data.max_response_length": 8192, "data.mean_response_length": 600})
+    assert long["rollout"].terms["long_tail"] > 3 * short["rollout"].terms["long_tail"]
+
+
+def test_sglang_offload_can_speed_up_the_rollout():
+    """SGLang's static pool is a share of FREE memory: offloading the actor frees memory before the engine
+    sizes its KV cache, so more sequences run at once and the rollout gets faster (a real trade-off)."""
+    ov = {
+        "rollout.name": "sglang",
+        "hardware.gpu": "l40s-48gb",
+        "hardware.num_gpus": 1,
+        "rollout.tensor_model_parallel_size": 1,
+        "data.train_batch_size": 64,
+        "actor.ppo_mini_batch_size": 16,
+        "actor.ppo_micro_batch_size_per_gpu": 1,
+        "model.path": "qwen2.5-1.5b",
+        "rollout.max_num_seqs": 1024,
+        "data.max_response_length": 4096,
+        "data.mean_response_length": 2048,
+    }
+    on = estimate(load_scenario(BASE, overrides={**ov, "actor.fsdp_config.param_offload": True}))
+    off = estimate(load_scenario(BASE, overrides=ov))
+    assert on.rollout.kv_cache_tokens_per_replica > off.rollout.kv_cache_tokens_per_replica
+    assert on.rollout.max_concurrent_sequences_per_replica > off.rollout.max_concurrent_sequences_per_replica
+    assert on.time.phases_s["rollout"] < off.time.phases_s["rollout"]
+
+
+def test_eager_decode_step_by_hand():
+    """enforce_eager: a decode step lasts max(GPU time, 28 layers x 0.4 ms of host launches): at batch 1 the
+    host is the bottleneck; at batch 512 with 2,000-token contexts the GPU work covers the launches."""
+    s = load_scenario(BASE, overrides={"rollout.enforce_eager": True})
+    g = load_scenario(BASE)
+    ctx_s, ctx_g = build_context(s), build_context(g)
+    host = LAYERS * HOST_EAGER_S
+    assert decode_step_seconds(ctx_g, 1, 1000) < host
+    assert decode_step_seconds(ctx_s, 1, 1000) == pytest.approx(host, rel=1e-12)
+    big = decode_step_seconds(ctx_g, 512, 2000)
+    assert big > host and decode_step_seconds(ctx_s, 512, 2000) == pytest.approx(big, rel=1e-12)
+
+
+def test_batches_above_the_captured_sizes_launch_layer_by_layer():
+    """vLLM captures batches up to min(2 x max_num_seqs, 512, max_num_batched_tokens): max_num_seqs 1024 lets a
+    decode batch exceed 512, and those steps pay the host launches even without enforce_eager."""
+    s = load_scenario(BASE, overrides={"rollout.max_num_seqs": 1024, "model.path": "qwen2.5-0.5b"})
+    ctx = build_context(s)
+    from calculator.timing.rollout import DecodeStep
+
+    step = DecodeStep(ctx)
+    assert step.graph_top == 512
+    assert step.seconds(512, 100)[2] == 0.0
+    body, comm, launch = step.seconds(513, 100)
+    assert launch == pytest.approx(max(0.0, 24 * HOST_EAGER_S - body - comm), rel=1e-12) and launch > 0
+
+
+def test_eager_rollout_is_slower_at_small_batch():
+    s = {"data.train_batch_size": 8, "rollout.n": 2, "actor.ppo_mini_batch_size": 8}
+    _, graphs = times(s)
+    _, eager = times({**s, "rollout.enforce_eager": True})
+    assert graphs["rollout"].terms["host_launch"] == 0.0
+    assert eager["rollout"].seconds > 1.5 * graphs["rollout"].seconds
+    assert eager["rollout"].seconds - eager["rollout"].terms["host_launch"] == pytest.approx(
+        graphs["rollout"].seconds, rel=1e-9
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenario_dicts())
+def test_enforce_eager_never_speeds_up_the_rollout_unless_it_buys_kv(d):
+    """enforce_eager frees the CUDA-graph pool for KV: when that does not raise the concurrency (KV is not the
+    bottleneck), the rollout is never faster without graphs."""
+    from calculator.errors import InputError
+    from calculator.timing.rollout import concurrency
+
+    try:
+        g = load_scenario(d, overrides={"rollout.enforce_eager": False})
+        e = load_scenario(d, overrides={"rollout.enforce_eager": True})
+    except InputError:
+        assume(False)
+    ctx_g, ctx_e = build_context(g), build_context(e)
+    assume(concurrency(ctx_g) == concurrency(ctx_e))
+    assert phase_times(ctx_e)["rollout"].seconds >= phase_times(ctx_g)["rollout"].seconds * (1 - 1e-12)
+
+
+def test_reward_engine_pays_eager_launches_only_for_small_steps():
+    """The reward model's engine runs eager (verl default): with 8,192-token steps the GPU work covers the
+    launches; with 128-token steps each step waits for the host."""
+    base = {"reward_model.enable": True}
+    _, big = times(base)
+    _, small = times({**base, "reward_model.rollout.max_num_batched_tokens": 128})
+    _, graphs = times(
+        {
+            **base,
+            "reward_model.rollout.max_num_batched_tokens": 128,
+            "reward_model.rollout.enforce_eager": False,
+        }
+    )
+    assert big["reward"].terms["host_launch"] == 0.0
+    assert small["reward"].terms["host_launch"] > 0.0
+    assert graphs["reward"].terms["host_launch"] == 0.0  # 128 <= the largest captured size
+    assert small["reward"].terms["gemm_small_batch"] > big["reward"].terms["gemm_small_batch"]

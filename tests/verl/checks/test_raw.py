@@ -1,0 +1,56 @@
+"""Rules on the raw verl keys of an imported launch script (calculator/verl/checks/raw.py), through the importer
+that runs them: the deprecated global micro-batch sizes, alone or beside the ``*_per_gpu`` ones, only for the roles
+that run and only without dynamic batching (verl 0.9.1 ``ActorConfig.__post_init__``, ``validate_config``,
+``CriticConfig.__post_init__``, ``init_model``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator import verl as V
+
+A = "actor_rollout_ref"
+TWICE = "You have set both"
+DEPRECATED = "(the deprecated global micro-batch) passes validate_config"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (f"{A}.actor.ppo_micro_batch_size=64 {A}.actor.ppo_micro_batch_size_per_gpu=8",
+         "[actor] You have set both 'actor.ppo_micro_batch_size' AND 'actor.ppo_micro_batch_size_per_gpu'"),
+        (f"{A}.actor.ppo_micro_batch_size=64", f"{A}.actor.ppo_micro_batch_size {DEPRECATED}"),
+        (f"{A}.rollout.log_prob_micro_batch_size=64", f"{A}.rollout.log_prob_micro_batch_size {DEPRECATED}"),
+        (f"{A}.ref.log_prob_micro_batch_size=64 {A}.ref.log_prob_micro_batch_size_per_gpu=4 {A}.actor.use_kl_loss=True",
+         f"[{A}.ref] You have set both '{A}.ref.log_prob_micro_batch_size'"),
+        ("algorithm.adv_estimator=gae critic.ppo_micro_batch_size=64",
+         "[critic] You have set both 'critic.micro_batch_size' AND 'critic.micro_batch_size_per_gpu'"),
+    ],
+)  # fmt: skip
+def test_deprecated_micro_batch_keys_are_reported(text: str, fragment: str) -> None:
+    _, notes = V.import_verl_text(text)
+    assert any(fragment in n for n in notes), notes
+
+
+def test_critic_note_explains_the_interpolated_default() -> None:
+    """critic.ppo_micro_batch_size_per_gpu defaults to ${oc.select:.ppo_micro_batch_size,null}: one key sets both."""
+    _, notes = V.import_verl_text("algorithm.adv_estimator=gae critic.ppo_micro_batch_size=64")
+    assert any("setting critic.ppo_micro_batch_size alone sets both" in n for n in notes), notes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # dynamic batching: verl ignores the micro-batch sizes, so neither rule applies
+        f"{A}.actor.ppo_micro_batch_size=64 {A}.actor.ppo_micro_batch_size_per_gpu=8 {A}.actor.use_dynamic_bsz=True",
+        # no KL term: the reference policy does not run
+        f"{A}.ref.log_prob_micro_batch_size=64 {A}.ref.log_prob_micro_batch_size_per_gpu=4 {A}.actor.use_kl_loss=False",
+        # GRPO: no critic
+        "algorithm.adv_estimator=grpo critic.ppo_micro_batch_size=64",
+        # the supported keys alone
+        f"{A}.actor.ppo_micro_batch_size_per_gpu=8 {A}.rollout.log_prob_micro_batch_size_per_gpu=16",
+    ],
+)
+def test_no_report_where_verl_does_not_check(text: str) -> None:
+    _, notes = V.import_verl_text(text)
+    assert not any(TWICE in n or DEPRECATED in n for n in notes), notes

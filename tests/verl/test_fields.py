@@ -1,0 +1,49 @@
+"""Scenario fields and verl values (calculator/verl/fields.py): the cluster and model-path conversions both ways."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator import load_scenario
+from calculator import verl as V
+from calculator.inputs.presets import model_presets
+
+
+def test_native_to_verl_items():
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    assert V.native_to_verl_items("hardware.num_gpus", 16, s) == [("trainer.n_gpus_per_node", 8), ("trainer.nnodes", 2)]
+    assert V.native_to_verl_items("model.path", "qwen2.5-7b", s) == [
+        ("actor_rollout_ref.model.path", "Qwen/Qwen2.5-7B")
+    ]
+    assert V.native_to_verl_items("actor.strategy", "megatron", s) == [("model_engine", "megatron")]
+    assert V.native_to_verl_items("hardware.gpu", "a100-80gb", s) == []
+
+
+@pytest.mark.parametrize("model_id", sorted(model_presets()))
+def test_model_path_round_trip(model_id):
+    repo = model_presets()[model_id].hf_repo
+    assert V._model_id_from_path(repo) == model_id
+    assert V._model_id_from_path(f"/models/{repo.split('/')[-1]}") == model_id
+
+
+def test_scenario_fields_defaults_and_engine():
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    assert V.native_field_exists("rollout.n") and not V.native_field_exists("rollout.nope")
+    assert V.native_default("rollout.n") == 1 and V.native_default("hardware.num_gpus") == 8
+    assert V.engine_of(s) == "fsdp"
+    assert V.engine_of(load_scenario(s, overrides={"actor.strategy": "megatron"})) == "megatron"
+    assert V.engine_of(load_scenario(s, overrides={"actor.strategy": "fsdp2"})) == "fsdp"
+
+
+def test_value_conversions():
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    # a GPU count below one node: one node of that many GPUs
+    assert V.native_to_verl_items("hardware.num_gpus", 4, s) == [("trainer.n_gpus_per_node", 4), ("trainer.nnodes", 1)]
+    # vLLM's kv_cache_dtype goes into the engine_kwargs pass-through dict, added with '+'
+    assert V.native_to_verl_items("rollout.kv_cache_dtype", "fp8", s) == [
+        ("+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype", "fp8")
+    ]
+    assert V.native_to_verl_items("model.target_modules", "attention", s) == [
+        ("actor_rollout_ref.model.target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"])
+    ]
+    assert V._model_id_from_path("/somewhere/unknown-model") is None

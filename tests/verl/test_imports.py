@@ -1,0 +1,107 @@
+"""Import (calculator/verl/imports.py): verl overrides and YAML -> Scenario fields; engine selection, deprecated
+and unknown keys as notes, ``# rlplan:`` lines read back; hostile text is refused or read as text within a CPU-time
+bound, and nothing in it is executed (issue #8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calculator import verl as V
+from calculator.loading import load_scenario_with_warnings
+from calculator.verl import import_verl_text
+from tests.support.hostile import DEEP_JSON, HOSTILE_VERL_TEXTS
+from tests.support.limits import run_cpu_bounded
+
+
+def test_rlplan_comment_lines_are_bounded() -> None:
+    natives, notes = import_verl_text("# rlplan: model.config=" + DEEP_JSON + "\nactor_rollout_ref.rollout.n=4\n")
+    assert natives.get("rollout.n") == 4
+
+
+def test_megatron_selection_forms():
+    for text in (
+        "python3 -m verl.trainer.main_ppo model_engine=megatron",
+        "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer",
+        "python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer.yaml",
+        "model_engine=megatron\n",
+    ):
+        natives, _ = V.import_verl_text(text)
+        assert natives.get("actor.strategy") == "megatron", text
+
+
+def test_engine_specific_keys():
+    natives, notes = V.import_verl_text("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4")
+    assert "actor.megatron.tensor_model_parallel_size" not in natives
+    assert any("model_engine=megatron" in n and "reject" in n for n in notes)
+    natives, _ = V.import_verl_text(
+        "model_engine=megatron actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4"
+    )
+    assert natives["actor.megatron.tensor_model_parallel_size"] == 4
+
+
+def test_fsdp2_actor_gets_verl_critic_default():
+    natives, _ = V.import_verl_text("actor_rollout_ref.actor.strategy=fsdp2 algorithm.adv_estimator=gae")
+    assert natives["actor.strategy"] == "fsdp2" and natives["critic.strategy"] == "fsdp"
+    natives, _ = V.import_verl_text("actor_rollout_ref.actor.strategy=fsdp2 critic.strategy=fsdp2")
+    assert natives["critic.strategy"] is None  # same as the actor's: rlplan's default
+
+
+def test_critic_deprecated_sp_key():
+    natives, notes = V.import_verl_text(
+        "critic.ulysses_sequence_parallel_size=2 critic.fsdp.ulysses_sequence_parallel_size=4"
+    )
+    assert natives["critic.ulysses_sequence_parallel_size"] == 4
+    assert any("not forwarded" in n for n in notes)
+
+
+def test_unknown_keys_are_warnings():
+    s, notes = load_scenario_with_warnings(
+        "qwen2.5-7b-grpo-8xh100", verl_overrides=["actor_rollout_ref.actor.made_up_key=3", "trainer.project_name=x"]
+    )
+    assert s.rollout.n == 5
+    assert any("made_up_key" in n for n in notes) and not any("project_name" in n for n in notes)
+
+
+def test_rlplan_lines_are_read_back():
+    natives, _ = V.import_verl_text('# rlplan: hardware.gpu="a100-80gb"\n# rlplan: data.mean_response_length=300\n')
+    assert natives == {"hardware.gpu": "a100-80gb", "data.mean_response_length": 300}
+    _, notes = V.import_verl_text("# rlplan: not.a_field=1\n")
+    assert any("not a scenario field" in n for n in notes)
+
+
+def test_yaml_value_equal_to_verl_interpolated_default_is_inherit():
+    natives, _ = V.import_verl_yaml(
+        {
+            "critic": {"ppo_epochs": "${oc.select:actor_rollout_ref.actor.ppo_epochs,1}"},
+            "actor_rollout_ref": {"actor": {"ppo_epochs": 3}},
+        }
+    )
+    assert natives["critic.ppo_epochs"] is None and natives["actor.ppo_epochs"] == 3
+
+
+@pytest.mark.parametrize("text", list(HOSTILE_VERL_TEXTS.values()), ids=list(HOSTILE_VERL_TEXTS))
+def test_hostile_text_is_read_without_executing(tmp_path: Path, text: str) -> None:
+    canary = tmp_path / "canary"
+    natives, notes = import_verl_text(text.replace("{canary}", str(canary)))
+    # neither the bomb nor the 50,000-deep list was built: absent, or kept as the text it was (the Scenario refuses it)
+    assert isinstance(natives.get("rollout.n", ""), str)
+    assert not list(tmp_path.iterdir()), "something was executed"
+
+
+def test_hostile_text_within_a_cpu_bound(tmp_path: Path) -> None:
+    """All the hostile texts together take ~0.2 CPU-seconds here (the 50,000-deep value is the largest)."""
+    run_cpu_bounded(
+        f"""
+        for name, text in HOSTILE_VERL_TEXTS.items():
+            import_verl_text(text.replace("{{canary}}", {str(tmp_path / "canary")!r}))
+        import_verl_text("# rlplan: model.config=" + DEEP_JSON + "\\nactor_rollout_ref.rollout.n=4\\n")
+        """,
+        setup="""
+        from calculator.verl import import_verl_text
+        from tests.support.hostile import DEEP_JSON, HOSTILE_VERL_TEXTS
+        """,
+        cpu_s=5,
+    )
+    assert not list(tmp_path.iterdir()), "something was executed"

@@ -1,0 +1,125 @@
+"""Reading a bash launch script (calculator/verl/shell.py, through ``import_verl_text``): logical lines, shell
+variables and defaults, ``$(( ... ))``, ``key=value`` tokens; nothing in a script is ever executed, unresolved
+values are named, not guessed, and hostile arithmetic is refused within a CPU-time bound (issue #8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calculator import verl as V
+from calculator.verl import import_verl_text
+from tests.support.hostile import HOSTILE_ARITHMETIC, injection_script
+from tests.support.limits import run_cpu_bounded
+
+
+def test_launch_script_is_only_parsed(tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    natives, notes = import_verl_text(injection_script(canary))
+    assert natives.get("rollout.n") == 8  # the plain override is read
+    assert "hardware.num_gpus" not in natives and "data.train_batch_size" not in natives
+    joined = " ".join(notes)
+    assert "unresolved shell variable" in joined and "rm -rf" in joined  # said, not done
+    assert not list(tmp_path.iterdir()), "a shell command ran"
+
+
+@pytest.mark.parametrize("expr", list(HOSTILE_ARITHMETIC.values()), ids=list(HOSTILE_ARITHMETIC))
+def test_shell_arithmetic_refuses_huge_results_and_long_expressions(expr: str) -> None:
+    natives, notes = import_verl_text(f"actor_rollout_ref.rollout.n=$(( {expr} ))")
+    assert "rollout.n" not in natives and any("unresolved" in n for n in notes), expr[:40]
+
+
+def test_shell_arithmetic_still_works() -> None:
+    assert import_verl_text("N=4\nactor_rollout_ref.rollout.n=$(( N * 2 ))")[0]["rollout.n"] == 8
+
+
+def test_hostile_arithmetic_within_a_cpu_bound() -> None:
+    """All of them together take ~0.1 CPU-seconds here (the 100,000-term sum is the largest); computing
+    2**(64**6) would not finish, and the child's 2 GiB address space stops a runaway bignum."""
+    run_cpu_bounded(
+        """
+        for name, expr in HOSTILE_ARITHMETIC.items():
+            natives, notes = import_verl_text(f"actor_rollout_ref.rollout.n=$(( {expr} ))")
+            assert "rollout.n" not in natives, name
+        """,
+        setup="""
+        from calculator.verl import import_verl_text
+        from tests.support.hostile import HOSTILE_ARITHMETIC
+        """,
+        cpu_s=5,
+    )
+
+
+SCRIPT = r"""#!/usr/bin/env bash
+# verl examples/grpo_trainer style launch script
+set -x
+export VLLM_ATTENTION_BACKEND=XFORMERS
+MODEL_PATH=Qwen/Qwen2.5-7B-Instruct
+NNODES=${NNODES:-2}
+GPUS=8
+n_resp=$((2 * 4))
+ppo_mini=$(( 256 / 2 ))
+max_prompt=1024
+export max_response=2048
+TOKENS=$(( (max_prompt + max_response) * 4 ))
+RUN_ID=$(date +%s)
+
+python3 -m verl.trainer.main_ppo \
+    algorithm.adv_estimator=grpo \
+    data.train_files=$HOME/data/gsm8k/train.parquet \
+    data.train_batch_size=1024 \
+    data.max_prompt_length=$max_prompt \
+    data.max_response_length=${max_response} \
+    actor_rollout_ref.model.path="$MODEL_PATH" \
+    actor_rollout_ref.actor.ppo_mini_batch_size=$ppo_mini \
+    actor_rollout_ref.actor.use_dynamic_bsz=True \
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$TOKENS \
+    actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu='${actor_rollout_ref.actor.ppo_max_token_len_per_gpu}' \
+    actor_rollout_ref.rollout.max_model_len='${oc.select:data.max_prompt_length,1}' \
+    actor_rollout_ref.rollout.name=vllm \
+    actor_rollout_ref.rollout.n=$n_resp \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=${TP:-4} \
+    +actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype=fp8 \
+    trainer.experiment_name=grpo_$RUN_ID \
+    data.gen_batch_size=$((GEN * 2)) \
+    actor_rollout_ref.rollout.temperature=$RUN_ID \
+    trainer.n_gpus_per_node=$GPUS \
+    trainer.nnodes=$NNODES $@
+"""
+
+
+def test_shell_script_import():
+    natives, notes = V.import_verl_text(SCRIPT)
+    assert natives["model.path"] == "qwen2.5-7b"
+    assert natives["data.max_prompt_length"] == 1024 and natives["data.max_response_length"] == 2048
+    assert natives["actor.ppo_mini_batch_size"] == 128
+    assert natives["rollout.n"] == 8
+    assert natives["actor.ppo_max_token_len_per_gpu"] == 12288
+    assert natives["rollout.log_prob_max_token_len_per_gpu"] == 12288  # Hydra interpolation resolved
+    assert natives["rollout.max_model_len"] == 1024  # oc.select resolved against the overrides
+    assert natives["rollout.tensor_model_parallel_size"] == 4  # ${TP:-4}
+    assert natives["rollout.kv_cache_dtype"] == "fp8"
+    assert natives["hardware.num_gpus"] == 16 and natives["hardware.gpus_per_node"] == 8  # ${NNODES:-2} x 8
+    assert "data.gen_batch_size" not in natives and "rollout.temperature" not in natives
+    joined = "\n".join(notes)
+    assert (
+        "verl override data.gen_batch_size: value has an unresolved shell variable ($GEN: not set in the script)"
+        in joined
+    )
+    assert "rollout.temperature: value has an unresolved shell variable ($RUN_ID <- $(date +%s))" in joined
+    assert "data.train_files" not in joined and "experiment_name" not in joined  # not modelled: silent
+
+
+def test_shell_unresolved_value_is_ignored_not_guessed():
+    natives, notes = V.import_verl_text("python3 -m verl.trainer.main_ppo data.train_batch_size=$BSZ rollout_x=1")
+    assert "data.train_batch_size" not in natives
+    assert any("BSZ" in n for n in notes)
+
+
+def test_tokenize_overrides_compat():
+    toks = V.tokenize_overrides(
+        "# comment\nA=4\npython3 -m verl.trainer.main_ppo \\\n  actor_rollout_ref.rollout.n=$A \\\n  ++trainer.nnodes=2 \\\n"
+        "  --config-path=x  CUDA_VISIBLE_DEVICES=0\n"
+    )
+    assert toks == ["actor_rollout_ref.rollout.n=4", "trainer.nnodes=2"]

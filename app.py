@@ -5,15 +5,20 @@ Run:  streamlit run app.py
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from ui import keys, state
+from ui import hardening, keys, state
 from ui.i18n import LANG_NAMES, LANGS, tr
 
-st.set_page_config(
-    page_title="rlplan", page_icon=":material/calculate:", layout="wide", initial_sidebar_state="expanded"
-)
+# The icon ships with the app: a ":material/...:" page icon makes every browser fetch it from fonts.gstatic.com.
+ICON = Path(__file__).resolve().parent / "ui" / "assets" / "rlplan-icon.png"
+
+st.set_page_config(page_title="rlplan", page_icon=str(ICON), layout="wide", initial_sidebar_state="expanded")
+hardening.harden()
 state.init_session()
+state.sanitize_widgets()  # every widget value is user input: checked before any page reads it
 L = state.lang()
 
 pages = [

@@ -25,6 +25,7 @@ from calculator.inputs.presets import (
     preset_problems,
     read_json_text,
     read_yaml_text,
+    scenario_preset,
     scenario_presets,
 )
 from calculator.inputs.scenario import Scenario
@@ -38,6 +39,7 @@ from calculator.planning.rows import Plan
 from calculator.planning.tradeoff import TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
 from calculator.report.estimate import estimate
 from calculator.report.models import PhaseOut, Report
+from calculator.resolve.architectures import parse_config
 from calculator.units import format_count, format_gib
 from calculator.verl import format_overrides
 from calculator.verl.checks import ConfigProblem, check_config
@@ -62,6 +64,7 @@ __all__ = [
     "preset_problems",
     "read_json_text",
     "read_yaml_text",
+    "scenario_preset",
     "scenario_presets",
     # models: config.json and approximate models from a size
     "ApproxModel",
@@ -70,6 +73,7 @@ __all__ = [
     "SizeSpec",
     "approximate_model",
     "model_families",
+    "parse_config",
     "parse_hf_config",
     "parse_size",
     # algorithms and their recipes

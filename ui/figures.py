@@ -9,13 +9,13 @@ so each bar's height is exactly the phase's ``total_gib``; the hover shows the f
 from __future__ import annotations
 
 import hashlib
-import html
 import textwrap
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
 from calculator import PhaseOut, Report
+from ui.export import plain_text
 from ui.i18n import tr, tr_or
 
 _BLUES = ("#08306b", "#08519c", "#2171b5", "#4292c6", "#6baed6", "#9ecae1", "#c6dbef")
@@ -136,7 +136,7 @@ def _layout(lang: str, title: str | None, height: int) -> dict:
         height=height,
         margin=dict(l=10, r=10, t=60 if title else 30, b=10),
         font=FONT,
-        title=dict(text=title, x=0.01, xanchor="left") if title else None,
+        title=dict(text=plain_text(title), x=0.01, xanchor="left") if title else None,  # plain text, no markup
         legend=dict(
             orientation="h",
             yanchor="top",
@@ -331,7 +331,7 @@ def comparison_figure(
                 y=1.0,
                 yanchor="bottom",
                 xanchor="center",
-                text=f"<b>{html.escape(label[:60], quote=False)}</b>",  # a user's label: no plotly tags
+                text=f"<b>{plain_text(label, limit=60)}</b>",  # a user's label: no plotly tags
                 showarrow=False,
                 font=dict(size=13),
             )  # fmt: skip

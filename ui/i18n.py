@@ -76,6 +76,8 @@ STRINGS: dict[str, dict[str, str]] = {
         # model notes
         "model.approx_note": "≈ approximate: {base} with {layers} layers (preset has {base_layers}) → {total:.2f}B params, {active:.2f}B active ({err:+.1f}% vs requested).",
         "model.config_note": "Using config.json: {name}",
+        "model.config_not_in_link": "This config.json is longer than a link can carry ({kib} KiB): the share link "
+        "leaves it out; share the file itself.",
         "model.no_config_yet": "No config.json loaded yet: the preset model is used.",
         # errors
         "err.invalid_inputs": "These inputs cannot be estimated:",
@@ -380,6 +382,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "algo.GSPO": "GSPO（GRPO 估计器）",
         "model.approx_note": "≈ 近似：{base}，{layers} 层（预设为 {base_layers} 层）→ {total:.2f}B 参数，激活 {active:.2f}B（与所填规模相差 {err:+.1f}%）。",
         "model.config_note": "使用 config.json：{name}",
+        "model.config_not_in_link": "此 config.json 超过链接可容纳的长度（{kib} KiB）：分享链接中不包含它，请直接分享该文件。",
         "model.no_config_yet": "尚未载入 config.json：使用预设模型。",
         "err.invalid_inputs": "这些输入无法估算：",
         "err.preset": "场景预设 {preset}",

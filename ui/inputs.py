@@ -16,12 +16,12 @@ import streamlit as st
 
 from calculator import ALGORITHMS, model_families
 from ui import keys, state, text
-from ui.fields import FieldSpec, coerce, field, widget_fields
+from ui.fields import FieldSpec, coerce, encode_value, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
 from ui.options import gpu_ids, gpu_label, model_ids, model_label
 
 PERSIST = "session"  # widget values survive page switches and hidden widgets
-MAX_TEXT_CHARS = 200  # one-line text inputs (a model size, a name): they travel in the page's URL
+MAX_TEXT_CHARS = state.MAX_TEXT_CHARS  # one-line text inputs (checked again by state.sanitize_widgets)
 
 # Where each field appears; every other widget field goes to "More verl settings", grouped by section.
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -262,6 +262,9 @@ def _model_inputs(errors: dict[str, list[str]], model_note: str) -> None:
         )
         if ss.get(keys.CONFIG_ERROR):
             st.error(text.md(tr(L, "err.config_rejected", why=ss[keys.CONFIG_ERROR])), icon=":material/warning:")
+        cfg = ss.get(keys.CUSTOM_CONFIG)
+        if cfg and not state.fits_in_link(encode_value(cfg)):
+            st.caption(tr(L, "model.config_not_in_link", kib=state.MAX_LINK_CONFIG_CHARS // 1024))
     if model_note:
         st.caption(text.md(model_note))
     for msg in errors.get("model.config", []) + errors.get("model.path", []):

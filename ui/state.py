@@ -7,16 +7,19 @@ ignored URL parameters). Results are recomputed from the inputs on every run.
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 
 from calculator import (
     ALGORITHM_BY_LABEL,
+    ALGORITHMS,
     MAX_INPUT_BYTES,
     RECIPE_LABELS,
-    ArchitectureError,
     InputError,
     Scenario,
     algorithm_for,
@@ -24,11 +27,12 @@ from calculator import (
     approximate_model,
     load_scenario,
     model_presets,
-    parse_hf_config,
+    parse_config,
     parse_size,
     preset_problems,
     read_json_text,
     recipe_overrides,
+    scenario_preset,
     scenario_presets,
 )
 from calculator import model_families as families
@@ -44,12 +48,20 @@ from ui.fields import (
     widget_fields,
 )
 from ui.i18n import LANGS, tr
+from ui.options import gpu_ids, model_ids
 
 DEFAULT_PRESET = "qwen2.5-7b-grpo-8xh100"
 # URL parameters that are not scenario fields.
 UI_PARAMS = ("preset", "lang", "algo", "size", "base")
 MAX_CONFIG_BYTES = MAX_INPUT_BYTES  # an uploaded or pasted config.json (real ones are a few KiB)
 MAX_URL_PARAMS = 200  # a link with more parameters than the scenario has fields is not one we wrote
+MAX_TEXT_CHARS = 200  # one-line text inputs (a model size, a name): they travel in the page's URL
+# A config.json in the share link (the query string the app writes into the address bar), URL-encoded. Proxies
+# and browsers cut URLs near 8 KB and the other parameters take well under 1 KiB; a longer config.json is left
+# out of the link and shared as the file (real ones are ~1 KiB compact; a 1 MB one used to go into the URL).
+MAX_LINK_CONFIG_CHARS = 5 * 1024
+MODEL_SOURCES = ("preset", "size", "config")
+VIEW_CASES = ("expected", "worst")
 
 
 @dataclass
@@ -89,8 +101,9 @@ def preset_file_problems() -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def preset_scenario(preset_id: str) -> Scenario:
-    """The validated scenario of a preset (raises InputError for an unknown or broken preset)."""
-    return load_scenario(preset_id)
+    """The validated scenario of a preset (raises InputError for an unknown or broken preset). The id is
+    looked up in the catalogue (``scenario_preset``), never opened as a file: it comes from the client."""
+    return load_scenario(scenario_preset(preset_id))
 
 
 def default_preset() -> str:
@@ -101,6 +114,163 @@ def default_preset() -> str:
 def lang() -> str:
     value = st.session_state.get(keys.LANG, "en")
     return value if value in LANGS else "en"
+
+
+# ----------------------------------------------------------------------------- widget values are user input
+#
+# A client can send any value for any widget: Streamlit passes a select-box value that is not one of the options
+# through as a string (a path in the preset box), and an integer input may receive NaN (then reading it raises on
+# every later run). So every value is checked here, at the start of every run (app.py) and of every callback
+# (which run before the script), before anything reads it: a choice must be one of the widget's options, a
+# number finite and within the field's bounds, a text no longer than its box. Anything else is reset: to the
+# preset's value for a scenario field, else to the widget's default.
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The values one widget key may hold."""
+
+    options: Callable[[], Sequence[Any]] | None = None  # a choice: one of these (compared by type and value)
+    nullable: bool = False  # None (no selection) is allowed too
+    multi: bool = False  # a list of distinct options (multiselect)
+    max_chars: int | None = None  # a text
+    number: FieldSpec | None = None  # a number of this field's kind and bounds
+    default: Callable[[], Any] | None = None  # what a refused value is replaced by (else the widget's default)
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable or (self.number is not None and self.number.nullable) or self.max_chars is not None
+        if self.number is not None:
+            return _number_ok(self.number, value)
+        if self.max_chars is not None:
+            return isinstance(value, str) and len(value) <= self.max_chars
+        if self.options is None:
+            return True
+        allowed = list(self.options())
+        if self.multi:
+            items = list(value) if isinstance(value, list | tuple) else [None]
+            return len(set(map(repr, items))) == len(items) and all(_one_of(v, allowed) for v in items)
+        return _one_of(value, allowed)
+
+
+def _one_of(value: Any, allowed: Sequence[Any]) -> bool:
+    return any(type(value) is type(o) and value == o for o in allowed)
+
+
+def _number_ok(spec: FieldSpec, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if (spec.kind == "int" and not isinstance(value, int)) or not math.isfinite(value):
+        return False
+    return (spec.min_value is None or value >= spec.min_value) and (spec.max_value is None or value <= spec.max_value)
+
+
+def _field_rule(spec: FieldSpec) -> Rule:
+    if spec.path == "hardware.gpu":
+        return Rule(gpu_ids)
+    if spec.path in ("critic.model_path", "reward_model.model_path"):
+        return Rule(model_ids, nullable=True)
+    if spec.kind == "bool":
+        return Rule(lambda: (True, False), nullable=spec.nullable)
+    if spec.kind == "choice":
+        return Rule(lambda: spec.choices, nullable=spec.nullable)
+    if spec.kind in ("int", "float"):
+        return Rule(number=spec)
+    return Rule(max_chars=MAX_TEXT_CHARS)
+
+
+def widget_rules() -> dict[str, Rule]:
+    """Every widget key whose value the app reads, with what it may hold (the one place they are listed)."""
+    rules = {
+        keys.LANG: Rule(lambda: LANGS, default=lambda: "en"),
+        keys.PRESET: Rule(preset_ids, default=default_preset),
+        keys.MODEL_SOURCE: Rule(lambda: MODEL_SOURCES, default=lambda: "preset"),
+        keys.MODEL_PATH: Rule(model_ids, default=lambda: _preset_now().model.path),
+        keys.MODEL_SIZE_FAMILY: Rule(lambda: families(True) + families(False)),
+        keys.MODEL_SIZE: Rule(max_chars=MAX_TEXT_CHARS),
+        keys.ALGO: Rule(lambda: [a.label for a in ALGORITHMS], default=lambda: algorithm_for(_preset_now())),
+        keys.CONFIG_PASTE: Rule(max_chars=MAX_CONFIG_BYTES + 1),
+        keys.VERL_IMPORT_TEXT: Rule(max_chars=MAX_INPUT_BYTES + 1),
+        keys.VIEW_CASE: Rule(lambda: VIEW_CASES, nullable=True),
+        keys.PLAN_GPUS: Rule(gpu_ids, multi=True),
+    }
+    for path in widget_fields():
+        spec = field(path)
+        if spec is not None:
+            rules[keys.field_key(path)] = _field_rule(spec)
+    return rules
+
+
+_UNREADABLE = object()
+
+
+def _read(key: str) -> Any:
+    """The widget's value, None when absent, ``_UNREADABLE`` when Streamlit cannot even deserialize it."""
+    try:
+        return st.session_state[key] if key in st.session_state else None
+    except Exception:  # e.g. int(NaN) in Streamlit's own number-input deserializer
+        return _UNREADABLE
+
+
+def _preset_now() -> Scenario:
+    """The scenario of the selected preset (the default one when the selection is not a preset)."""
+    preset = st.session_state.get(keys.PRESET)
+    return preset_scenario(preset if preset in preset_ids() else default_preset())
+
+
+def _reset(key: str, rule: Rule | None = None) -> None:
+    """Put a widget back to a valid value: the preset's for a scenario field, the rule's default, else the
+    widget's own default."""
+    path = keys.field_of_key(key)
+    spec = field(path) if path else None
+    if spec is not None:
+        try:
+            value = scenario_flat(_preset_now()).get(path)
+        except InputError:
+            value = spec.default
+        st.session_state[key] = coerce(spec, value)
+        return
+    if rule is not None and rule.default is not None:
+        try:
+            st.session_state[key] = rule.default()
+            return
+        except InputError:  # the default preset itself is broken: fall back to the widget's default
+            pass
+    try:
+        del st.session_state[key]
+    except Exception:  # already gone, or a state Streamlit keeps elsewhere: nothing left to reset
+        pass
+
+
+def _unreadable_keys() -> list[str]:
+    """Keys of any widget (on any page) whose value Streamlit cannot deserialize."""
+    try:
+        names = list(st.session_state.keys())
+    except Exception:
+        return []
+    return [k for k in names if _read(k) is _UNREADABLE]
+
+
+def sanitize_widgets() -> list[str]:
+    """Check every widget value against :func:`widget_rules` (and that every value can be read at all); reset
+    the ones that fail. Returns the keys that were reset."""
+    reset: list[str] = []
+    rules = widget_rules()
+    ordered = [keys.PRESET, *(k for k in rules if k != keys.PRESET)]  # fields are reset to the preset's values
+    for key in ordered:
+        value = _read(key)
+        if value is not _UNREADABLE and (value is None or rules[key].accepts(value)):
+            continue
+        limit = rules[key].max_chars
+        if limit is not None and isinstance(value, str):
+            st.session_state[key] = value[:limit]  # a text longer than its box: cut where the browser would
+        else:
+            _reset(key, rules[key])
+        reset.append(key)
+    for key in _unreadable_keys():
+        _reset(key)
+        reset.append(key)
+    return reset
 
 
 # ----------------------------------------------------------------------------- widgets <- scenario
@@ -131,6 +301,7 @@ def apply_scenario(s: Scenario) -> None:
 
 
 def on_preset_change() -> None:
+    sanitize_widgets()  # callbacks run before the script: check the client's values here too
     preset = st.session_state.get(keys.PRESET, "")
     st.session_state[keys.URL_PROBLEMS] = []
     st.session_state[keys.CONFIG_ERROR] = ""
@@ -144,6 +315,7 @@ def on_preset_change() -> None:
 
 
 def on_algo_change() -> None:
+    sanitize_widgets()
     label = st.session_state.get(keys.ALGO, "GRPO")
     train = int(st.session_state.get(keys.TRAIN_BATCH, 1024) or 1024)
     recipe = recipe_overrides(label, train)
@@ -164,12 +336,12 @@ def load_config_text(text: str, name: str) -> None:
         return
     try:
         cfg = read_json_text(text, name, max_bytes=MAX_CONFIG_BYTES)
-        parse_hf_config(cfg)
+        parse_config(cfg, name)
     except InputError as err:
         st.session_state[keys.CONFIG_ERROR] = "; ".join(err.problems)
         return
-    except (ArchitectureError, ValueError, TypeError) as exc:
-        st.session_state[keys.CONFIG_ERROR] = f"{name}: {exc}"
+    except (ValueError, TypeError) as exc:  # the parser refused the value in a way it did not name
+        st.session_state[keys.CONFIG_ERROR] = f"{name}: {type(exc).__name__}"
         return
     cfg.setdefault("_name_or_path", name)
     st.session_state[keys.CUSTOM_CONFIG] = cfg
@@ -227,32 +399,25 @@ def init_session() -> None:
     ss[keys.INITIALIZED] = True
 
 
-def apply_url_fields(preset: str, params: dict[str, str | None]) -> list[str]:
-    """Set widgets from dotted URL parameters; a parameter that cannot be used is reported and skipped."""
+def _url_value(preset: str, accepted: dict[str, Any], key: str, text: str) -> tuple[Any, str]:
+    """(value, '') for a usable dotted URL parameter, else (None, why not)."""
     L = lang()
-    problems: list[str] = []
-    accepted: dict[str, Any] = {}
+    spec = field(key)
+    if spec is None or key in ("name", "description"):
+        return None, tr(L, "url.unknown_param", key=key[:80])
+    if spec.kind == "str" and len(text) > MAX_TEXT_CHARS:
+        return None, tr(L, "url.bad_value", key=key, value=text[:80], why=f"longer than {MAX_TEXT_CHARS} characters")
     try:
-        base = scenario_flat(preset_scenario(preset))
-    except InputError:
-        return problems
-    for key, text in params.items():
-        if key in UI_PARAMS or text is None:
-            continue
-        spec = field(key)
-        if spec is None or key in ("name", "description"):
-            problems.append(tr(L, "url.unknown_param", key=key[:80]))
-            continue
-        try:
-            value = decode_value(spec, text)
-        except ValueError as exc:
-            problems.append(tr(L, "url.bad_value", key=key, value=text[:80], why=str(exc)))
-            continue
-        bad = _field_problem(preset, accepted, spec, value)
-        if bad:
-            problems.append(tr(L, "url.bad_value", key=key, value=text[:80], why=bad))
-            continue
-        accepted[key] = value
+        value = decode_value(spec, text)
+    except ValueError as exc:
+        return None, tr(L, "url.bad_value", key=key, value=text[:80], why=str(exc))
+    bad = _field_problem(preset, accepted, spec, value)
+    if bad:
+        return None, tr(L, "url.bad_value", key=key, value=text[:80], why=bad)
+    return value, ""
+
+
+def _set_url_fields(accepted: dict[str, Any], base: dict[str, Any]) -> None:
     for key, value in accepted.items():
         if key == "model.config":
             st.session_state[keys.CUSTOM_CONFIG] = value
@@ -267,28 +432,62 @@ def apply_url_fields(preset: str, params: dict[str, str | None]) -> list[str]:
             )
         else:
             _set_field(key, value)
-    # Model chosen by size, and recipe labels (DAPO/GSPO) that the estimator alone does not tell.
-    if params.get("size"):
-        try:
-            spec = parse_size(params["size"] or "")
-            fam = params.get("base") or ""
-            if fam and fam not in families(spec.moe):
-                raise ValueError(tr(L, "url.bad_family", value=fam))
-            st.session_state[keys.MODEL_SIZE] = params["size"]
-            if fam:
-                st.session_state[keys.MODEL_SIZE_FAMILY] = fam
-            st.session_state[keys.MODEL_SOURCE] = "size"
-        except ValueError as exc:
-            problems.append(tr(L, "url.bad_value", key="size", value=str(params["size"])[:80], why=str(exc)))
+
+
+def _url_size(params: dict[str, str | None]) -> list[str]:
+    """The model chosen by size (``size``, ``base``)."""
+    L = lang()
+    text = params.get("size") or ""
+    if not text:
+        return []
+    try:
+        if len(text) > MAX_TEXT_CHARS:
+            raise ValueError(f"longer than {MAX_TEXT_CHARS} characters")
+        spec = parse_size(text)
+        fam = params.get("base") or ""
+        if fam and fam not in families(spec.moe):
+            raise ValueError(tr(L, "url.bad_family", value=fam[:80]))
+    except ValueError as exc:
+        return [tr(L, "url.bad_value", key="size", value=text[:80], why=str(exc))]
+    st.session_state[keys.MODEL_SIZE] = text
+    if fam:
+        st.session_state[keys.MODEL_SIZE_FAMILY] = fam
+    st.session_state[keys.MODEL_SOURCE] = "size"
+    return []
+
+
+def _url_algo(params: dict[str, str | None]) -> list[str]:
+    """Recipe labels (DAPO/GSPO) that the estimator alone does not tell."""
     algo = params.get("algo")
-    if algo:
-        current = ALGORITHM_BY_LABEL.get(st.session_state.get(keys.ALGO, ""))
-        wanted = ALGORITHM_BY_LABEL.get(algo)
-        if wanted is None or (current is not None and wanted.adv_estimator != current.adv_estimator):
-            problems.append(tr(L, "url.bad_value", key="algo", value=algo[:80], why=tr(L, "url.algo_mismatch")))
+    if not algo:
+        return []
+    current = ALGORITHM_BY_LABEL.get(st.session_state.get(keys.ALGO, ""))
+    wanted = ALGORITHM_BY_LABEL.get(algo)
+    if wanted is None or (current is not None and wanted.adv_estimator != current.adv_estimator):
+        L = lang()
+        return [tr(L, "url.bad_value", key="algo", value=algo[:80], why=tr(L, "url.algo_mismatch"))]
+    st.session_state[keys.ALGO] = algo
+    return []
+
+
+def apply_url_fields(preset: str, params: dict[str, str | None]) -> list[str]:
+    """Set widgets from dotted URL parameters; a parameter that cannot be used is reported and skipped."""
+    problems: list[str] = []
+    accepted: dict[str, Any] = {}
+    try:
+        base = scenario_flat(preset_scenario(preset))
+    except InputError:
+        return problems
+    for key, text in params.items():
+        if key in UI_PARAMS or text is None:
+            continue
+        value, why = _url_value(preset, accepted, key, text)
+        if why:
+            problems.append(why)
         else:
-            st.session_state[keys.ALGO] = algo
-    return problems
+            accepted[key] = value
+    _set_url_fields(accepted, base)
+    return problems + _url_size(params) + _url_algo(params)
 
 
 def _field_problem(preset: str, accepted: dict[str, Any], spec: FieldSpec, value: Any) -> str:
@@ -297,14 +496,16 @@ def _field_problem(preset: str, accepted: dict[str, Any], spec: FieldSpec, value
         if value is None:
             return ""
         try:
-            parse_hf_config(value)
-        except (ArchitectureError, ValueError, TypeError) as exc:
-            return str(exc)
+            parse_config(value)
+        except InputError as err:
+            return "; ".join(p.removeprefix("model.config").lstrip(".: ") for p in err.problems)
+        except (ValueError, TypeError) as exc:
+            return type(exc).__name__
         return ""
     if spec.path == "model.path" and value not in model_presets(strict=False):
         return tr(lang(), "url.unknown_model")
     try:
-        load_scenario(preset, overrides={**accepted, spec.path: value})
+        load_scenario(scenario_preset(preset), overrides={**accepted, spec.path: value})
     except InputError as err:
         own = [p for p in err.problems if p.split(":", 1)[0].strip() == spec.path]
         return "; ".join(p.split(":", 1)[1].strip() for p in own)
@@ -370,7 +571,7 @@ def build_scenario() -> Built:
     if built.problems:
         return built
     try:
-        built.scenario = load_scenario(preset, overrides=overrides)
+        built.scenario = load_scenario(scenario_preset(preset), overrides=overrides)
     except InputError as err:
         built.problems = list(err.problems)
     except Exception as exc:  # the page must never show a traceback
@@ -404,7 +605,14 @@ def url_params(built: Built) -> dict[str, str]:
     if source == "size":
         params["size"] = str(ss.get(keys.MODEL_SIZE, ""))
         params["base"] = str(ss.get(keys.MODEL_SIZE_FAMILY, ""))
+    if "model.config" in params and not fits_in_link(params["model.config"]):
+        del params["model.config"]  # too long for a link: the sidebar says to share the config.json file
     return params
+
+
+def fits_in_link(config_text: str) -> bool:
+    """Whether an encoded config.json is short enough for the share link (``MAX_LINK_CONFIG_CHARS``)."""
+    return len(urlencode({"model.config": config_text})) <= MAX_LINK_CONFIG_CHARS
 
 
 def sync_url(built: Built) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from typing import Any
 
+from calculator.cli.terminal import err, out
 from calculator.loading import load_scenario
 from calculator.verl.checks import check_config
 from calculator.verl.export import export_scenario, export_yaml, format_overrides
@@ -17,19 +17,19 @@ def export_main(args: Any, scenario_from_args: Any) -> int:
     settings ``--format overrides`` cannot carry go to stderr."""
     scenario, notes = scenario_from_args(args)
     for note in notes:
-        print(f"warning: {note}", file=sys.stderr)
+        err(f"warning: {note}")
     for problem in check_config(scenario):
-        print(f"verl {problem.severity}: {problem.message}", file=sys.stderr)
+        err(f"verl {problem.severity}: {problem.message}")
     if args.format == "yaml":
-        print(export_yaml(scenario), end="")
+        out(export_yaml(scenario), end="")
         return 0
     if args.format == "command":
-        print(format_overrides(scenario, "command"), end="")
+        out(format_overrides(scenario, "command"), end="")
         return 0
     base = load_scenario(args.scenario) if args.scenario else None
     exp = export_scenario(scenario, base)
-    print(format_overrides(exp, "overrides"), end="")
+    out(format_overrides(exp, "overrides"), end="")
     if exp.rlplan:
         lost = " ".join("--set " + shlex.quote(f"{k}={json.dumps(v)}") for k, v in exp.rlplan)
-        print(f"note: not verl settings, give them again with the same base scenario: {lost}", file=sys.stderr)
+        err(f"note: not verl settings, give them again with the same base scenario: {lost}")
     return 0

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from calculator.cli.export import export_main
 from calculator.cli.plan import add_plan_parsers, plan_main
+from calculator.cli.terminal import err, one_line, out
 from calculator.errors import InputError
 from calculator.inputs.overrides import parse_value
 from calculator.inputs.presets import gpu_presets, model_presets, preset_problems, read_mapping_file, scenario_presets
@@ -84,9 +86,9 @@ def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
 def format_report(r: Report) -> str:
     lines = [
-        f"{r.model.name}: {format_count(r.model.total_params)} params ({format_count(r.model.active_params)} active), "
+        f"{one_line(r.model.name)}: {format_count(r.model.total_params)} params ({format_count(r.model.active_params)} active), "
         f"KV {r.model.kv_cache_bytes_per_token} B/token",
-        f"{r.hardware.num_gpus} x {r.hardware.gpu_name} ({r.hardware.usable_memory_gib} GiB usable), "
+        f"{r.hardware.num_gpus} x {one_line(r.hardware.gpu_name)} ({r.hardware.usable_memory_gib} GiB usable), "
         f"roles: {', '.join(r.roles)}",
         "",
         f"{'phase':<15} {'GiB/GPU':>8}  largest components",
@@ -107,7 +109,7 @@ def format_report(r: Report) -> str:
     if r.time is not None:
         lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
     for w in r.warnings:
-        lines.append(f"warning: {w}")
+        lines.append(f"warning: {one_line(w)}")
     return "\n".join(lines)
 
 
@@ -149,14 +151,23 @@ def _presets(kind: str, as_json: bool) -> str:
     rows.sort(key=lambda r: r["id"])
     if as_json:
         return json.dumps(rows, indent=2)
-    return "\n".join(f"{r['id']:<32} {r['name']}" for r in rows)
+    return "\n".join(f"{one_line(r['id']):<32} {one_line(r['name'])}" for r in rows)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the interpreter's final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured by a test)
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "presets":
-            print(_presets(args.kind, args.json))
+            out(_presets(args.kind, args.json))
             return 0
         if args.command == "export":
             return export_main(args, scenario_from_args)
@@ -165,14 +176,17 @@ def main(argv: list[str] | None = None) -> int:
         scenario, notes = scenario_from_args(args)
         report = estimate(scenario, extra_warnings=notes)
         if args.json:
-            print(json.dumps(report_json(report), indent=2))
+            out(json.dumps(report_json(report), indent=2))
         else:
-            print(format_report(report))
+            out(format_report(report))
         return 0
-    except InputError as err:
-        for problem in err.problems:
-            print(f"error: {problem}", file=sys.stderr)
+    except InputError as error:
+        for problem in error.problems:
+            err(f"error: {problem}")
         return 2
     except RecursionError:
-        print("error: input nested too deeply", file=sys.stderr)
+        err("error: input nested too deeply")
         return 2
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as other CLI tools do
+        _silence_stdout()
+        return 1

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from calculator.cli.terminal import one_line, out
 from calculator.planning.advisor import Advice, advise
 from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.formats import plan_to_csv, plan_to_markdown
@@ -52,7 +53,7 @@ def _f(value: float | None, digits: int) -> str:
 
 def format_plan(p: Plan) -> str:
     lines = [
-        f"{p.model}: GPUs that fit with a {p.margin:.0%} margin (searched up to {p.max_gpus} GPUs, "
+        f"{one_line(p.model)}: GPUs that fit with a {p.margin:.0%} margin (searched up to {p.max_gpus} GPUs, "
         f"{p.num_estimates} estimates in {p.elapsed_s:.2f} s)",
         "",
         f"{'GPU':<18} {'min':>5} {'rec':>5} {'peak GiB':>9} {'step s':>9} {'tokens/s':>10} {'USD/step':>9} "
@@ -79,11 +80,11 @@ def format_plan(p: Plan) -> str:
 def format_advice(a: Advice) -> str:
     b = a.base
     lines = [
-        f"{a.scenario}: {a.num_gpus} x {a.gpu}, peak {b.peak_gib_per_gpu:.1f} GiB ({b.peak_phase}), worst case "
+        f"{one_line(a.scenario)}: {a.num_gpus} x {one_line(a.gpu)}, peak {b.peak_gib_per_gpu:.1f} GiB ({b.peak_phase}), worst case "
         f"{b.worst_case_gib_per_gpu:.1f} GiB, limit {b.limit_gib_per_gpu:.1f} GiB ({a.margin:.0%} margin) -> {a.status}",
     ]
-    lines += [f"  {reason}" for reason in b.reasons]
-    lines += [f"  verl would reject: {p}" for p in a.verl_problems]
+    lines += [f"  {one_line(reason)}" for reason in b.reasons]
+    lines += [f"  verl would reject: {one_line(p)}" for p in a.verl_problems]
     if not a.suggestions:
         lines.append("nothing to change" if a.status == "fits" else "no lever applies")
         return "\n".join(lines)
@@ -113,14 +114,14 @@ def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.N
             allow_lora=args.allow_lora,
         )
         if args.json:
-            print(json.dumps(p.model_dump(mode="json"), indent=2))
+            out(json.dumps(p.model_dump(mode="json"), indent=2))
         elif args.format == "csv":
-            print(plan_to_csv(p), end="")
+            out(plan_to_csv(p), end="")
         elif args.format == "markdown":
-            print(plan_to_markdown(p), end="")
+            out(plan_to_markdown(p), end="")
         else:
-            print(format_plan(p))
+            out(format_plan(p))
         return 0
     a = advise(scenario, margin=args.margin, max_gpus=args.max_gpus)
-    print(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a))
+    out(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a))
     return 0

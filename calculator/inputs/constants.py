@@ -7,10 +7,12 @@ else in the calculator may hide a constant of this kind.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from calculator.inputs.numbers import NoBoolNumbers
 
 
-class OverheadConfig(BaseModel):
+class OverheadConfig(NoBoolNumbers):
     """Memory that no tensor formula covers: contexts, communication buffers, engine reserves."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -71,7 +73,7 @@ class OverheadConfig(BaseModel):
     )
 
 
-class EfficiencyConfig(BaseModel):
+class EfficiencyConfig(NoBoolNumbers):
     """Fractions of datasheet peaks that real kernels reach (throughput model)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

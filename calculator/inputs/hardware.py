@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
+from calculator.inputs.numbers import NoBoolNumbers
 from calculator.units import GIB_BYTES
 
 # PCIe x16 payload bandwidth per direction (GB/s, decimal): 16 GT/s x 16 lanes x 128/130
@@ -20,7 +21,7 @@ from calculator.units import GIB_BYTES
 PCIE_X16_GB_PER_S_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 126.0}
 
 
-class GpuSpec(BaseModel):
+class GpuSpec(NoBoolNumbers):
     """One GPU type. Every number cites its source in the preset file."""
 
     # Team preset files written before the unit-suffix rename (``*_gbps``) still load.

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from calculator.inputs.constants import EfficiencyConfig, OverheadConfig
+from calculator.inputs.numbers import NoBoolNumbers
 
 VERL_VERSIONS = ("0.9", "0.8", "0.7", "0.6")
 
@@ -51,7 +52,7 @@ GROUP_ESTIMATORS = (
 )
 
 
-class _Frozen(BaseModel):
+class _Frozen(NoBoolNumbers):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
 
 

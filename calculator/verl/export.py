@@ -210,8 +210,17 @@ def _shell_word(key: str, value: Any) -> str:
     return word if re.fullmatch(r"[A-Za-z0-9_./:+@%=,-]+", word) else f"{key}={shlex.quote(hydra_value(value))}"
 
 
+def comment_json(value: Any) -> str:
+    """JSON for a ``# rlplan:`` comment line: one line whatever the value holds. Non-ASCII text stays readable,
+    but every character that is not printable (controls, and U+2028 / U+2029 / U+0085, which YAML and
+    ``str.splitlines`` treat as line breaks) is written as a ``\\uXXXX`` escape: a value can never end the
+    comment and start a line of its own (a key injected into an exported YAML)."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return "".join(ch if ch.isprintable() else json.dumps(ch)[1:-1] for ch in text)
+
+
 def _rlplan_lines(exp: Export) -> list[str]:
-    return [f"# rlplan: {k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}" for k, v in exp.rlplan]
+    return [f"# rlplan: {k}={comment_json(v)}" for k, v in exp.rlplan]
 
 
 def format_overrides(
@@ -253,40 +262,74 @@ def _nest(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return root
 
 
-def export_yaml(scenario: Scenario, base: Scenario | None = None) -> str:
-    """The same settings as a nested verl YAML fragment, one ``# group`` comment per role, with
-    ``# rlplan:`` comment lines on top. ``import_verl_text`` reads it back."""
-    exp = export_scenario(scenario, base)
-    out = [
-        f"# verl 0.9.1 settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",
-        *_rlplan_lines(exp),
-    ]
-    if any(k == "model_engine" for _, k, _ in exp.overrides):
-        out.append("# Megatron: also pass model_engine=megatron on the command line (it picks verl's config group).")
-    group_of = {k.lstrip("+"): g for g, k, _ in exp.overrides}
-    tree = _nest([(k, v) for _, k, v in exp.overrides])
+class _ExportDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, but a string holding U+0085, U+2028 or U+2029 is written double-quoted, where
+    they become the escapes ``\\N``, ``\\L``, ``\\P``: the emitted text then breaks lines at ``\\n`` only."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = '"' if any(ch in data for ch in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_ExportDumper.add_representer(str, _represent_str)
+
+
+def _group_comments(body: str, tree: dict[str, Any], group_of: dict[str, str]) -> dict[int, str]:
+    """Line number (0-based, in ``body``) -> the ``# group`` comment that goes before it: one per change of
+    group, top-level keys and the keys under ``actor_rollout_ref``. The lines are found by composing the
+    emitted YAML (key nodes carry their position), not by searching the text."""
 
     def group(prefix: str) -> str:
         return next(g for k, g in group_of.items() if k == prefix or k.startswith(prefix + "."))
 
-    def dump(obj: dict[str, Any], indent: int) -> list[str]:
-        text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True)
-        return [" " * indent + line for line in text.rstrip().splitlines()]
-
+    root = yaml.compose(body, Loader=yaml.SafeLoader)
+    comments: dict[int, str] = {}
     last = None
-    for top, sub in tree.items():
-        if top == "actor_rollout_ref" and isinstance(sub, dict):
-            out.append("actor_rollout_ref:")
-            for k2, v2 in sub.items():
-                g = group(f"{top}.{k2}")
+    for key_node, value_node in root.value:
+        top = key_node.value
+        if top == "actor_rollout_ref" and isinstance(tree.get(top), dict):
+            for sub_key, _ in value_node.value:
+                g = group(f"{top}.{sub_key.value}")
                 if g != last:
-                    out.append(f"  # {g}")
+                    comments[sub_key.start_mark.line] = f"  # {g}"
                     last = g
-                out += dump({k2: v2}, 2)
             continue
         g = group(top)
         if g != last:
-            out.append(f"# {g}")
+            comments[key_node.start_mark.line] = f"# {g}"
             last = g
-        out += dump({top: sub}, 0)
-    return "\n".join(out) + "\n"
+    return comments
+
+
+def export_yaml(scenario: Scenario, base: Scenario | None = None) -> str:
+    """The same settings as a nested verl YAML fragment, one ``# group`` comment per role, with
+    ``# rlplan:`` comment lines on top. ``import_verl_text`` reads it back.
+
+    The body is one YAML emitter call on the data (never values formatted into text); comments are
+    constant text or :func:`comment_json`, and the result is read back and compared with the data before
+    it is returned."""
+    exp = export_scenario(scenario, base)
+    head = [
+        f"# verl 0.9.1 settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",
+        *_rlplan_lines(exp),
+    ]
+    if any(k == "model_engine" for _, k, _ in exp.overrides):
+        head.append("# Megatron: also pass model_engine=megatron on the command line (it picks verl's config group).")
+    group_of = {k.lstrip("+"): g for g, k, _ in exp.overrides}
+    tree = _nest([(k, v) for _, k, v in exp.overrides])
+    body = (
+        yaml.dump(tree, Dumper=_ExportDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        if tree
+        else ""
+    )
+    comments = _group_comments(body, tree, group_of) if tree else {}
+    lines: list[str] = list(head)
+    for i, line in enumerate(body.rstrip("\n").split("\n") if body else []):
+        if i in comments:
+            lines.append(comments[i])
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    if yaml.safe_load(text) != (tree or None):  # the comments added nothing: the data reads back unchanged
+        raise ValueError("export_yaml: the emitted YAML does not read back as its settings")
+    return text

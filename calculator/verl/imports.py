@@ -12,17 +12,18 @@ and ``# rlplan: key=<json>`` lines are applied last.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calculator.errors import InputError
 from calculator.inputs.overrides import set_dotted
-from calculator.inputs.presets import read_json_text, read_yaml_text
+from calculator.inputs.readers import RefusedInput, read_file_text, read_json_text, read_yaml_text
 from calculator.verl.checks.raw import check_raw_config
 from calculator.verl.defaults import _FSDP_ONLY_KEYS, _MEGATRON_ONLY_KEYS, _MISSING, verl_defaults
 from calculator.verl.fields import _to_native, native_default, native_field_exists
 from calculator.verl.interpolate import _hydra_parse, _parse_scalar, _Resolver
 from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, IGNORED_PREFIXES, verl_to_native
-from calculator.verl.shell import _RLPLAN_LINE, _parse_script, _Unresolved
+from calculator.verl.shell import _RLPLAN_LINE, SCRIPT, _parse_script, _Unresolved
 
 _MEGATRON_PARALLEL = {
     "tensor_model_parallel_size",
@@ -54,6 +55,180 @@ def _known(key: str) -> bool:
     )
 
 
+_STRATEGY_KEYS = (f"{_A}.fsdp_config.strategy", f"{_A}.strategy")
+_CRITIC_ULYSSES_NOTE = (
+    "critic.ulysses_sequence_parallel_size is deprecated and not forwarded to the critic engine in "
+    "verl 0.9.1 (workers/config/critic.py FSDPCriticConfig.__post_init__); use "
+    "critic.fsdp.ulysses_sequence_parallel_size. Ignored"
+)
+
+
+@dataclass
+class _Import:
+    """One import in progress: the given keys, verl's defaults, the resolver, and what was found."""
+
+    given: dict[str, Any]
+    engine: str
+    source: Literal["script", "yaml"]
+    quiet: bool
+    defaults: dict[str, Any]
+    res: _Resolver
+    notes: list[str] = field(default_factory=list)
+    natives: dict[str, Any] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
+
+    def note(self, text: str, *, always: bool = False) -> None:
+        if always or not self.quiet:
+            self.notes.append(text)
+
+    def resolved(self, key: str) -> Any:
+        return self.res.value(key)
+
+
+def _engine(given: dict[str, Any], engine_hint: str | None, source: str) -> tuple[str, list[str]]:
+    """The engine the keys select (verl 0.9.1: ``model_engine=megatron``), and notes about the choice."""
+    notes: list[str] = []
+    engine = engine_hint
+    strategy, model_engine = given.get(f"{_A}.strategy"), given.get("model_engine")
+    if model_engine == "megatron" or strategy == "megatron":
+        engine = "megatron"
+    if strategy == "megatron" and model_engine != "megatron" and source == "script":
+        notes.append(
+            "verl 0.9.1 selects Megatron with model_engine=megatron (trainer/config/ppo_trainer.yaml defaults list); "
+            "actor_rollout_ref.actor.strategy=megatron alone keeps the FSDP config group. Estimated as Megatron."
+        )
+    if model_engine not in (None, "dp", "megatron"):
+        notes.append(f"model_engine={model_engine}: only dp (FSDP) and megatron are modelled; FSDP assumed")
+    return engine or "fsdp", notes
+
+
+def _strategy_key(imp: _Import, key: str) -> None:
+    try:
+        v = imp.resolved(key)
+    except _Unresolved as exc:
+        imp.note(f"verl {key}: {exc}; ignored", always=True)
+        return
+    if v in ("fsdp", "fsdp2"):
+        imp.natives["actor.strategy"] = v
+    elif v != "megatron":
+        imp.note(f"verl {key}={v}: only fsdp, fsdp2 and megatron are modelled; ignored", always=True)
+
+
+def _ref_megatron_key(imp: _Import, key: str) -> None:
+    actor_key = f"{_A}.megatron.{key.rsplit('.', 1)[1]}"
+    try:
+        same = imp.resolved(key) == imp.resolved(actor_key)
+    except _Unresolved:
+        same = False
+    if not same:
+        imp.note(f"verl {key}: a ref sharded unlike the actor is not modelled (rlplan uses {actor_key})")
+
+
+def _skipped_key(imp: _Import, key: str, raw: Any) -> bool:
+    """Keys handled without a native field of their own (True when ``key`` was one of them)."""
+    if key == "model_engine":
+        return True
+    wrong = _MEGATRON_ONLY_KEYS if imp.engine == "fsdp" else _FSDP_ONLY_KEYS  # only in the other engine's config
+    if key in wrong:
+        if imp.source == "script":
+            other = "model_engine=megatron" if imp.engine == "fsdp" else "the FSDP config (model_engine=dp)"
+            imp.note(f"verl override {key}: exists only with {other}; verl would reject it. Ignored", always=True)
+        return True
+    if key == "critic.ulysses_sequence_parallel_size" and raw not in (1, None):
+        imp.note(_CRITIC_ULYSSES_NOTE)
+        return True
+    if key.startswith(f"{_F}.megatron.") and key.rsplit(".", 1)[1] in _MEGATRON_PARALLEL:
+        _ref_megatron_key(imp, key)
+        return True
+    return False
+
+
+def _map_key(imp: _Import, key: str, raw: Any) -> None:
+    """One given verl key -> its native field (or a note saying why not)."""
+    if _skipped_key(imp, key, raw):
+        return
+    native = verl_to_native(key)
+    if native is None or native == "actor.strategy":
+        if native is None and not _known(key):
+            imp.unknown.append(key)
+        if key in _STRATEGY_KEYS:
+            _strategy_key(imp, key)
+        return
+    if native in ("hardware.num_gpus", "hardware.gpus_per_node"):
+        return  # _gpu_count
+    if raw == _MISSING:
+        imp.note(f"verl {key}: ??? (required, not set)", always=True)
+        return
+    if raw == imp.defaults.get(key) and isinstance(raw, str) and "${" in raw:
+        if key not in ALIASES:
+            imp.natives[native] = native_default(native)  # verl's interpolated default = rlplan's "inherit"
+        return
+    try:
+        value = imp.resolved(key)
+    except _Unresolved as exc:
+        imp.note(f"verl {key}: cannot resolve {raw!r} ({exc}); ignored", always=True)
+        return
+    ok, converted, note = _to_native(native, value, key, imp.res)
+    if note:
+        imp.note(note)
+    if ok:
+        imp.natives[native] = converted
+
+
+def _gpu_count(imp: _Import) -> None:
+    """trainer.n_gpus_per_node x trainer.nnodes."""
+    if "trainer.n_gpus_per_node" not in imp.given and "trainer.nnodes" not in imp.given:
+        return
+    try:
+        per = int(imp.resolved("trainer.n_gpus_per_node"))
+        nodes = int(imp.resolved("trainer.nnodes"))
+        if nodes > 1:  # one node using `per` GPUs says nothing about the node size (see apply_natives)
+            imp.natives["hardware.gpus_per_node"] = per
+        imp.natives["hardware.num_gpus"] = per * max(nodes, 1)
+    except (_Unresolved, TypeError, ValueError, OverflowError) as exc:
+        imp.note(f"verl trainer.n_gpus_per_node / trainer.nnodes: cannot resolve ({exc}); ignored", always=True)
+
+
+def _critic_strategy(imp: _Import) -> None:
+    """verl's literal default for the critic's strategy is "fsdp" (dp_critic.yaml), not the actor's."""
+    if imp.engine != "fsdp" or imp.natives.get("actor.strategy") != "fsdp2" or "critic.strategy" in imp.given:
+        return
+    try:
+        enable = imp.resolved("critic.enable")
+        critic = bool(enable) if enable is not None else imp.resolved("algorithm.adv_estimator") == "gae"
+    except _Unresolved:
+        critic = True
+    if critic:  # (trainer/ppo/utils.py need_critic) without a critic the value does not matter
+        imp.natives["critic.strategy"] = "fsdp"
+
+
+def _rlplan_settings(imp: _Import, rlplan: list[tuple[str, str]]) -> None:
+    """``# rlplan: key=<json>`` lines, applied last."""
+    for key, text in rlplan:
+        try:
+            value = read_json_text(text, f"# rlplan: {key}")  # bounded: size and nesting
+        except InputError as err:
+            if "not valid JSON" not in str(err):
+                imp.note(f"{err}; ignored", always=True)
+                continue
+            value = _parse_scalar(text)
+        if not native_field_exists(key):
+            imp.note(f"# rlplan: {key}: not a scenario field; ignored", always=True)
+            continue
+        imp.natives[key] = value
+
+
+def _unknown_note(imp: _Import) -> None:
+    if not imp.unknown:
+        return
+    if imp.source == "yaml" and len(imp.unknown) > 12:
+        imp.note(
+            f"verl config: {len(imp.unknown)} keys not modelled (ignored), e.g. " + ", ".join(sorted(imp.unknown)[:8])
+        )
+    else:
+        imp.note("verl overrides not modelled (ignored): " + ", ".join(imp.unknown))
+
+
 def _import_flat(
     given: dict[str, Any],
     *,
@@ -61,144 +236,28 @@ def _import_flat(
     source: Literal["script", "yaml"],
     rlplan: list[tuple[str, str]],
     quiet: bool = False,
+    what: str = "verl settings",
 ) -> tuple[dict[str, Any], list[str]]:
-    """Map verl keys (values typed or Hydra text, interpolations kept) to native overrides."""
-    notes: list[str] = []
-    natives: dict[str, Any] = {}
+    """Map verl keys (values typed or Hydra text, interpolations kept) to native overrides. Raises
+    InputError naming ``what`` when interpolation ran over its budget (``calculator.inputs.limits``)."""
     given = {k.lstrip("+"): _hydra_parse(v) for k, v in given.items()}
-
-    engine = engine_hint
-    if given.get("model_engine") == "megatron" or given.get(f"{_A}.strategy") == "megatron":
-        engine = "megatron"
-    if given.get(f"{_A}.strategy") == "megatron" and given.get("model_engine") != "megatron" and source == "script":
-        notes.append(
-            "verl 0.9.1 selects Megatron with model_engine=megatron (trainer/config/ppo_trainer.yaml defaults list); "
-            "actor_rollout_ref.actor.strategy=megatron alone keeps the FSDP config group. Estimated as Megatron."
-        )
-    engine = engine or "fsdp"
-    if given.get("model_engine") not in (None, "dp", "megatron"):
-        notes.append(f"model_engine={given['model_engine']}: only dp (FSDP) and megatron are modelled; FSDP assumed")
-
+    engine, engine_notes = _engine(given, engine_hint, source)
     defaults = verl_defaults(engine)
-    flat = {**defaults, **given}
-    res = _Resolver(flat)
-
-    def resolved(key: str) -> Any:
-        return res.value(key)
-
-    # keys that exist only in the other engine's config
-    wrong = _MEGATRON_ONLY_KEYS if engine == "fsdp" else _FSDP_ONLY_KEYS
-    other = "model_engine=megatron" if engine == "fsdp" else "the FSDP config (model_engine=dp)"
-
+    imp = _Import(given, engine, source, quiet, defaults, _Resolver({**defaults, **given}), notes=engine_notes)
     if engine == "megatron":
-        natives["actor.strategy"] = "megatron"
-
-    unknown: list[str] = []
+        imp.natives["actor.strategy"] = "megatron"
     # aliases first, so that the canonical key wins when a config has both
     for key, raw in sorted(given.items(), key=lambda kv: kv[0] not in ALIASES):
-        if key in ("model_engine",):
-            continue
-        if key in wrong:
-            if source == "script":
-                notes.append(f"verl override {key}: exists only with {other}; verl would reject it. Ignored")
-            continue
-        if key == "critic.ulysses_sequence_parallel_size" and raw not in (1, None):
-            if not quiet:
-                notes.append(
-                    "critic.ulysses_sequence_parallel_size is deprecated and not forwarded to the critic engine in "
-                    "verl 0.9.1 (workers/config/critic.py FSDPCriticConfig.__post_init__); use "
-                    "critic.fsdp.ulysses_sequence_parallel_size. Ignored"
-                )
-            continue
-        if key.startswith(f"{_F}.megatron.") and key.rsplit(".", 1)[1] in _MEGATRON_PARALLEL:
-            actor_key = f"{_A}.megatron.{key.rsplit('.', 1)[1]}"
-            try:
-                same = resolved(key) == resolved(actor_key)
-            except _Unresolved:
-                same = False
-            if not same and not quiet:
-                notes.append(f"verl {key}: a ref sharded unlike the actor is not modelled (rlplan uses {actor_key})")
-            continue
-        native = verl_to_native(key)
-        if native is None or native == "actor.strategy":
-            if native is None and not _known(key):
-                unknown.append(key)
-            if key == f"{_A}.fsdp_config.strategy" or key == f"{_A}.strategy":
-                try:
-                    v = resolved(key)
-                except _Unresolved as exc:
-                    notes.append(f"verl {key}: {exc}; ignored")
-                    continue
-                if v in ("fsdp", "fsdp2"):
-                    natives["actor.strategy"] = v
-                elif v != "megatron":
-                    notes.append(f"verl {key}={v}: only fsdp, fsdp2 and megatron are modelled; ignored")
-            continue
-        if native in ("hardware.num_gpus", "hardware.gpus_per_node"):
-            continue  # below
-        if raw == _MISSING:
-            notes.append(f"verl {key}: ??? (required, not set)")
-            continue
-        if raw == defaults.get(key) and isinstance(raw, str) and "${" in raw:
-            if key not in ALIASES:
-                natives[native] = native_default(native)  # verl's interpolated default = rlplan's "inherit"
-            continue
-        try:
-            value = resolved(key)
-        except _Unresolved as exc:
-            notes.append(f"verl {key}: cannot resolve {raw!r} ({exc}); ignored")
-            continue
-        ok, converted, note = _to_native(native, value, key, res)
-        if note and not quiet:
-            notes.append(note)
-        if ok:
-            natives[native] = converted
-
-    # trainer.n_gpus_per_node x trainer.nnodes
-    if "trainer.n_gpus_per_node" in given or "trainer.nnodes" in given:
-        try:
-            per = int(resolved("trainer.n_gpus_per_node"))
-            nodes = int(resolved("trainer.nnodes"))
-            if nodes > 1:  # one node using `per` GPUs says nothing about the node size (see apply_natives)
-                natives["hardware.gpus_per_node"] = per
-            natives["hardware.num_gpus"] = per * max(nodes, 1)
-        except (_Unresolved, TypeError, ValueError) as exc:
-            notes.append(f"verl trainer.n_gpus_per_node / trainer.nnodes: cannot resolve ({exc}); ignored")
-
-    # verl's literal default for the critic's strategy is "fsdp" (dp_critic.yaml), not the actor's
-    if engine == "fsdp" and natives.get("actor.strategy") == "fsdp2" and "critic.strategy" not in given:
-        try:
-            enable = resolved("critic.enable")
-            critic = bool(enable) if enable is not None else resolved("algorithm.adv_estimator") == "gae"
-        except _Unresolved:
-            critic = True
-        if critic:  # (trainer/ppo/utils.py need_critic) without a critic the value does not matter
-            natives["critic.strategy"] = "fsdp"
-
+        _map_key(imp, key, raw)
+    _gpu_count(imp)
+    _critic_strategy(imp)
     if not quiet:
-        notes += [f"verl: {p.message}" for p in check_raw_config(given, res, engine)]
-
-    for key, text in rlplan:
-        try:
-            value = read_json_text(text, f"# rlplan: {key}")  # bounded: size and nesting
-        except InputError as err:
-            if "not valid JSON" not in str(err):
-                notes.append(f"{err}; ignored")
-                continue
-            value = _parse_scalar(text)
-        if not native_field_exists(key):
-            notes.append(f"# rlplan: {key}: not a scenario field; ignored")
-            continue
-        natives[key] = value
-
-    if unknown and not quiet:
-        if source == "yaml" and len(unknown) > 12:
-            notes.append(
-                f"verl config: {len(unknown)} keys not modelled (ignored), e.g. " + ", ".join(sorted(unknown)[:8])
-            )
-        else:
-            notes.append("verl overrides not modelled (ignored): " + ", ".join(unknown))
-    return natives, notes
+        imp.notes += [f"verl: {p.message}" for p in check_raw_config(given, imp.res, engine)]
+    _rlplan_settings(imp, rlplan)
+    _unknown_note(imp)
+    if imp.res.refusal:
+        raise InputError(f"{what}: refused: {imp.res.refusal}")
+    return imp.natives, imp.notes
 
 
 def _looks_like_verl_yaml(data: Any) -> bool:
@@ -217,24 +276,36 @@ def import_verl_yaml(
     engine = None
     if flat.get("model_engine") == "megatron" or flat.get(f"{_A}.strategy") == "megatron":
         engine = "megatron"
-    return _import_flat(flat, engine_hint=engine, source="yaml", rlplan=rlplan or [])
+    return _import_flat(flat, engine_hint=engine, source="yaml", rlplan=rlplan or [], what="verl config")
+
+
+def _verl_yaml(text: str) -> dict[str, Any] | None:
+    """The text as a verl YAML config, or None when it is not one (then it is read as a launch script).
+    YAML the bounded reader refuses (a tag that builds objects, an alias bomb, too deep, too large) is not
+    "not YAML": it is refused, never silently read as an empty script."""
+    stripped = text.lstrip()
+    if not stripped or stripped.startswith(("python", "#!")) or ":" not in text:
+        return None
+    try:
+        data = read_yaml_text(text, "verl config")
+    except RefusedInput:
+        raise
+    except InputError:
+        return None
+    return data if _looks_like_verl_yaml(data) else None
 
 
 def import_verl_text(text: str) -> tuple[dict[str, Any], list[str]]:
     """A bash launch script, a ``--format overrides`` file or a verl YAML config -> (native dotted
-    overrides, warnings). ``# rlplan: key=value`` lines (written by ``export``) are applied last."""
-    stripped = text.lstrip()
-    if stripped and not stripped.startswith(("python", "#!")) and ":" in text:
-        try:
-            data = read_yaml_text(text, "verl config")
-        except InputError:
-            data = None
-        if _looks_like_verl_yaml(data):
-            rlplan = [(m.group(1), m.group(2)) for m in map(_RLPLAN_LINE.match, text.splitlines()) if m]
-            return import_verl_yaml(data, rlplan)
+    overrides, warnings). ``# rlplan: key=value`` lines (written by ``export``) are applied last. Raises
+    InputError (one line naming the input) for input over a bound of ``calculator.inputs.limits``."""
+    data = _verl_yaml(text)
+    if data is not None:
+        rlplan = [(m.group(1), m.group(2)) for m in map(_RLPLAN_LINE.match, text.splitlines()) if m]
+        return import_verl_yaml(data, rlplan)
     parsed = _parse_script(text)
     natives, notes = _import_flat(
-        {k: parsed.overrides[k] for k in parsed.order}, engine_hint=parsed.engine, source="script", rlplan=parsed.rlplan
+        dict(parsed.overrides), engine_hint=parsed.engine, source="script", rlplan=parsed.rlplan, what=SCRIPT
     )
     return natives, parsed.notes + notes
 
@@ -271,14 +342,5 @@ def apply_natives(data: dict[str, Any], natives: dict[str, Any]) -> None:
 
 
 def read_verl_file(path: str) -> str:
-    from pathlib import Path
-
-    p = Path(path)
-    try:
-        if p.stat().st_size > 2 * 2**20:
-            raise InputError(f"--verl {path}: larger than 2 MiB")
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"--verl {path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--verl {path}: cannot read ({exc.__class__.__name__})") from None
+    """A ``--verl`` file: a regular file of at most ``MAX_INPUT_BYTES`` (bounded reader), as text."""
+    return read_file_text(path, f"--verl {path}")

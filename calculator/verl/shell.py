@@ -5,20 +5,40 @@ variables are resolved from assignments in the same script (``VAR=v``, ``export 
 ``${VAR:-default}`` and the other ``${VAR<op>word}`` forms, integer ``$(( ... ))`` evaluated over a
 whitelist of ``ast`` nodes, never ``eval``). Command substitutions, backticks, special parameters and
 variables the script does not set cannot be resolved: they become sentinels, and the overrides that use
-them are reported and ignored. A ``${...}`` that is not a shell parameter is a Hydra interpolation and is
-kept for :mod:`calculator.verl.interpolate`. ``# rlplan: key=<json>`` comment lines (written by export)
-are collected for the importer.
+them are reported and ignored. Nothing is ever executed. A ``${...}`` that is not a shell parameter is a
+Hydra interpolation and is kept for :mod:`calculator.verl.interpolate`. ``# rlplan: key=<json>`` comment
+lines (written by export) are collected for the importer.
+
+Bounded (``calculator.inputs.limits``): the work is linear in the script and in what it expands to.
+Brackets are matched once per line (a stack, not a scan per ``${``), words are split in one pass (not
+``shlex``, whose token building is quadratic), and one :class:`_Budget` per script caps the bytes expansion
+produces (``MAX_EXPANDED_BYTES``), each variable (``MAX_VARIABLE_BYTES``), the expansions
+(``MAX_EXPANSION_STEPS``), their nesting (``MAX_SHELL_DEPTH``) and the distinct overrides
+(``MAX_OVERRIDE_KEYS``). Over a bound, the whole script is refused with one :class:`InputError` line.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from calculator.errors import InputError
+from calculator.inputs.limits import (
+    MAX_EXPANDED_BYTES,
+    MAX_EXPANSION_STEPS,
+    MAX_OVERRIDE_KEYS,
+    MAX_SHELL_DEPTH,
+    MAX_VARIABLE_BYTES,
+)
+from calculator.inputs.readers import size_text
+from calculator.verl.arith import ArithUnresolved, evaluate
 from calculator.verl.keys import IGNORED_PREFIXES
+from calculator.verl.shellwords import split_words
+
+SCRIPT = "verl launch script"  # how refusals name the input
+MAX_REASON_CHARS = 200  # an unresolved construct is quoted this long in the import notes (display only)
 
 
 class _Unresolved(Exception):
@@ -27,7 +47,31 @@ class _Unresolved(Exception):
 
 _SENTINEL_RE = re.compile("\x00U(\\d+)\x00")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?", re.S)
+_PLAIN = re.compile(r"[^'\"\\`$]+")  # characters the expander copies as they are
 _ASSIGN_PREFIXES = ("export", "local", "readonly", "declare", "typeset")
+
+
+@dataclass
+class _Budget:
+    """The work one script may cause; over a bound the script is refused (an InputError naming the line)."""
+
+    steps: int = 0
+    expanded_bytes: int = 0
+    lineno: int = 0
+
+    def refuse(self, why: str) -> InputError:
+        return InputError(f"{SCRIPT}: refused at line {self.lineno}: {why}")
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_EXPANSION_STEPS:
+            raise self.refuse(f"more than {MAX_EXPANSION_STEPS:,} shell expansions")
+
+    def grow(self, n: int) -> None:
+        self.expanded_bytes += n
+        if self.expanded_bytes > MAX_EXPANDED_BYTES:
+            raise self.refuse(f"shell expansion would produce more than {size_text(MAX_EXPANDED_BYTES)}")
 
 
 @dataclass
@@ -35,33 +79,52 @@ class _ShellState:
     env: dict[str, str | None] = field(default_factory=dict)  # None = assigned but not resolvable
     why: dict[str, str] = field(default_factory=dict)  # variable -> what made it unresolvable
     unresolved: list[str] = field(default_factory=list)
+    budget: _Budget = field(default_factory=_Budget)
 
     def mark(self, what: str) -> str:
         """A placeholder for an unresolvable part of a word; ``reasons`` recovers ``what``."""
+        if len(what) > MAX_REASON_CHARS:
+            what = what[: MAX_REASON_CHARS - 1] + "…"
         self.unresolved.append(what)
         return f"\x00U{len(self.unresolved) - 1}\x00"
 
     def reasons(self, word: str) -> list[str]:
         return [self.unresolved[int(i)] for i in _SENTINEL_RE.findall(word)]
 
+    def set_raw(self, name: str, value: str) -> None:
+        """``${VAR:=word}``: the value as expanded (unresolved parts stay sentinels inside it)."""
+        if len(value) > MAX_VARIABLE_BYTES:
+            raise self.budget.refuse(f"shell variable {name} would hold more than {size_text(MAX_VARIABLE_BYTES)}")
+        self.env[name] = value
 
-def _match_close(text: str, start: int, open_: str, close: str) -> int:
-    """Index of the bracket closing the one at ``start`` (nesting-aware), or -1."""
-    depth = 0
-    i = start
-    while i < len(text):
-        if text.startswith(open_, i):
-            depth += 1
-            i += len(open_)
-            continue
-        if text.startswith(close, i):
-            depth -= 1
-            if depth == 0:
-                return i
-            i += len(close)
-            continue
-        i += 1
-    return -1
+    def assign(self, name: str, value: str) -> None:
+        """``NAME=value``: a value with an unresolved part makes the variable unresolvable (and says why)."""
+        self.set_raw(name, value)
+        lost = self.reasons(value)
+        self.env[name] = None if lost else value
+        if lost:
+            self.why[name] = "; ".join(dict.fromkeys(r.split(" <- ")[-1] for r in lost))
+
+
+def _pairs(text: str, open_: str, close: str) -> dict[int, int]:
+    """For each ``open_`` bracket of ``text``, the index of the one closing it (nesting-aware, brackets of
+    this kind only); unclosed ones are absent. One pass: O(len(text))."""
+    out: dict[int, int] = {}
+    stack: list[int] = []
+    for m in re.finditer(f"[{re.escape(open_ + close)}]", text):
+        if m.group() == open_:
+            stack.append(m.start())
+        elif stack:
+            out[stack.pop()] = m.start()
+    return out
+
+
+def _arith(expr: str, st: _ShellState) -> str:
+    """``$(( expr ))`` with the script's variables (:mod:`calculator.verl.arith`)."""
+    try:
+        return evaluate(expr, lambda name: _lookup(name, st))
+    except ArithUnresolved as exc:
+        raise _Unresolved(str(exc)) from None
 
 
 def _lookup(name: str, st: _ShellState) -> str:
@@ -72,176 +135,175 @@ def _lookup(name: str, st: _ShellState) -> str:
     raise _Unresolved(f"${name}: not set in the script")
 
 
-MAX_ARITH_CHARS = 256  # longer $(( )) expressions are reported as unresolved, not evaluated
+# ----------------------------------------------------------------------------- expansion of one line
 
 
-def _arith(expr: str, st: _ShellState) -> str:
-    """bash ``$(( ... ))`` with integers and + - * / % ** ( ) only; names are looked up in the script."""
+class _Expander:
+    """Shell expansion of one logical line (quote-aware); unresolvable parts become sentinels.
 
-    def sub(m: re.Match[str]) -> str:
-        value = _lookup(m.group(1) or m.group(2) or m.group(3), st)
-        if not re.fullmatch(r"\s*-?\d+\s*", value):
-            raise _Unresolved(value)
-        return value.strip()
+    Works on windows ``[lo, hi)`` of the line, so that a ``${VAR:-word}`` expands its word in place; the
+    line's brackets are matched once, lazily, and a match outside the window counts as unclosed."""
 
-    text = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)|\b([A-Za-z_]\w*)\b", sub, expr)
+    def __init__(self, line: str, st: _ShellState) -> None:
+        self.line = line
+        self.st = st
+        self._brackets: dict[str, dict[int, int]] = {}
 
-    def bounded(v: int) -> int:
-        # bash arithmetic is 64-bit signed: anything larger is refused, so a crafted expression cannot grow
-        # an integer without bound (denial of service on a shared server).
-        if not -(2**63) <= v < 2**63:
-            raise _Unresolved(expr)
-        return v
+    def close(self, i: int, open_: str, hi: int) -> int:
+        if open_ not in self._brackets:
+            self._brackets[open_] = _pairs(self.line, open_, ")" if open_ == "(" else "}")
+        j = self._brackets[open_].get(i, -1)
+        return j if j < hi else -1
 
-    def trunc_div(a: int, b: int) -> int:  # bash truncates toward zero; exact integer arithmetic
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b > 0) else -q
+    def expand(self, lo: int, hi: int, *, quote: bool = False, depth: int = 0) -> str:
+        """The window expanded. With ``quote``, expanded values are re-quoted so that the word splitter keeps
+        each one a single word."""
+        if depth > MAX_SHELL_DEPTH:
+            raise self.st.budget.refuse(f"${{...}} nested more than {MAX_SHELL_DEPTH} levels")
+        out: list[str] = []
+        in_double = [False]
+        i = lo
+        while i < hi:
+            i = self._one(i, hi, out, in_double, quote, depth)
+        return "".join(out)
 
-    def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-            return bounded(node.value)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            v = ev(node.operand)
-            return bounded(-v if isinstance(node.op, ast.USub) else v)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Add):
-                return bounded(a + b)
-            if isinstance(node.op, ast.Sub):
-                return bounded(a - b)
-            if isinstance(node.op, ast.Mult):
-                return bounded(a * b)
-            if isinstance(node.op, ast.Div | ast.FloorDiv) and b:
-                return bounded(trunc_div(a, b))
-            if isinstance(node.op, ast.Mod) and b:
-                return bounded(a - b * trunc_div(a, b))
-            if isinstance(node.op, ast.Pow) and 0 <= b <= 64 and (abs(a) <= 1 or abs(a).bit_length() * b <= 64):
-                return bounded(a**b)
-        raise _Unresolved(expr)
+    def _one(self, i: int, hi: int, out: list[str], in_double: list[bool], quote: bool, depth: int) -> int:
+        """Consume what starts at ``i``; return where the next thing starts."""
+        line, grow = self.line, self.st.budget.grow
+        m = _PLAIN.match(line, i, hi)
+        if m:
+            out.append(m.group())
+            grow(m.end() - i)
+            return m.end()
+        c = line[i]
+        if c == "'" and not in_double[0]:
+            j = line.find("'", i + 1, hi)
+            j = hi - 1 if j < 0 else j
+            out.append(line[i : j + 1])
+            grow(j + 1 - i)
+            return j + 1
+        if c == "\\" and i + 1 < hi:
+            out.append(line[i : i + 2])
+            grow(2)
+            return i + 2
+        if c == '"':
+            in_double[0] = not in_double[0]
+        elif c == "`":
+            return self._backtick(i, hi, out)
+        elif c == "$" and i + 1 < hi:
+            nxt = self._dollar(i, hi, out, in_double[0], quote, depth)
+            if nxt is not None:
+                return nxt
+        out.append(c)
+        grow(1)
+        return i + 1
 
-    if len(text) > MAX_ARITH_CHARS:
-        raise _Unresolved(expr)
-    try:
-        return str(ev(ast.parse(text.strip().replace("/", "//").replace("////", "//"), mode="eval")))
-    except (SyntaxError, ValueError, RecursionError):
-        raise _Unresolved(expr) from None
+    def _backtick(self, i: int, hi: int, out: list[str]) -> int:
+        self.st.budget.step()
+        j = self.line.find("`", i + 1, hi)
+        j = hi - 1 if j < 0 else j
+        body = self.line[i + 1 : j]
+        if not body.lstrip().startswith("#"):  # `# group` markers of exported commands expand to nothing
+            out.append(self._mark(f"`{body}`"))
+        return j + 1
 
+    def _mark(self, what: str) -> str:
+        sentinel = self.st.mark(what)
+        self.st.budget.grow(len(sentinel))
+        return sentinel
 
-def _expand_param(inner: str, st: _ShellState) -> str | None:
-    """``${...}`` contents: a shell parameter (expanded) or None when it is a Hydra interpolation."""
-    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?", inner, re.S)
-    if not m:
-        return None
-    name, op, word = m.group(1), m.group(2), m.group(3)
-    if op is None:
-        return _lookup(name, st)
-    have = name in st.env and st.env[name] is not None and (st.env[name] != "" or not op.startswith(":"))
-    if op.endswith("-") or op.endswith("="):
-        if have:
-            return st.env[name]  # type: ignore[return-value]
-        value = _expand(word, st)
-        if op.endswith("="):
-            st.env[name] = value
-        return value
-    if op.endswith("+"):
-        return _expand(word, st) if have else ""
-    return _lookup(name, st)  # ${VAR:?msg}
+    def _emit(self, value: str, out: list[str], in_double: bool, quote: bool) -> None:
+        if not quote:
+            piece = value
+        elif in_double:
+            piece = re.sub(r'(["\\$`])', r"\\\1", value)
+        else:
+            piece = shlex.quote(value) if value else "''"
+        self.st.budget.grow(len(piece))
+        out.append(piece)
+
+    def _dollar(self, i: int, hi: int, out: list[str], in_double: bool, quote: bool, depth: int) -> int | None:
+        """A ``$`` construct at ``i``: the index after it, or None when the ``$`` is a plain character."""
+        line = self.line
+        try:
+            if line.startswith("$((", i, hi):
+                self.st.budget.step()
+                j = self.close(i + 1, "(", hi)
+                if j < 0:
+                    raise _Unresolved(line[i:hi])
+                self._emit(_arith(line[i + 3 : j - 1], self.st), out, in_double, quote)
+                return j + 1
+            if line.startswith("$(", i, hi):
+                self.st.budget.step()
+                j = self.close(i + 1, "(", hi)
+                out.append(self._mark(line[i : (j + 1 if j > 0 else hi)]))
+                return (j + 1) if j > 0 else hi
+            if line.startswith("${", i, hi):
+                return self._brace(i, hi, out, in_double, quote, depth)
+            m = _NAME.match(line, i + 1, hi)
+            if m:
+                self.st.budget.step()
+                self._emit(_lookup(m.group(0), self.st), out, in_double, quote)
+                return m.end()
+            if line[i + 1] in "@*#?$!0123456789-":
+                out.append(self._mark(line[i : i + 2]))
+                return i + 2
+            return None
+        except _Unresolved as exc:
+            out.append(self._mark(str(exc)))
+            return self._skip(i, hi)
+
+    def _brace(self, i: int, hi: int, out: list[str], in_double: bool, quote: bool, depth: int) -> int:
+        self.st.budget.step()
+        j = self.close(i + 1, "{", hi)
+        if j < 0:
+            out.append(self.line[i:hi])
+            self.st.budget.grow(hi - i)
+            return hi
+        value = self._param(i + 2, j, depth)
+        if value is None:
+            out.append(self.line[i : j + 1])  # Hydra interpolation: kept for the resolver
+            self.st.budget.grow(j + 1 - i)
+        else:
+            self._emit(value, out, in_double, quote)
+        return j + 1
+
+    def _skip(self, i: int, hi: int) -> int:
+        """After a construct that could not be resolved: the index after it."""
+        if self.line.startswith("${", i, hi) or self.line.startswith("$((", i, hi):
+            j = self.close(i + 1, "{" if self.line[i + 1] == "{" else "(", hi)
+            return (j + 1) if j > 0 else hi
+        m = _NAME.match(self.line, i + 1, hi)
+        return m.end() if m else i + 1
+
+    def _param(self, lo: int, hi: int, depth: int) -> str | None:
+        """``${...}`` contents: a shell parameter (expanded) or None when it is a Hydra interpolation."""
+        m = _PARAM.fullmatch(self.line, lo, hi)
+        if not m:
+            return None
+        name, op = m.group(1), m.group(2)
+        env = self.st.env
+        if op is None:
+            return _lookup(name, self.st)
+        have = name in env and env[name] is not None and (env[name] != "" or not op.startswith(":"))
+        if op[-1] in "-=":
+            if have:
+                return env[name]
+            value = self.expand(m.start(3), hi, depth=depth + 1)
+            if op.endswith("="):
+                self.st.set_raw(name, value)
+            return value
+        if op.endswith("+"):
+            return self.expand(m.start(3), hi, depth=depth + 1) if have else ""
+        return _lookup(name, self.st)  # ${VAR:?msg}
 
 
 def _expand(text: str, st: _ShellState, *, quote: bool = False) -> str:
-    """Shell expansion of one logical line (quote-aware). Unresolvable parts become a sentinel.
-    With ``quote``, expanded values are re-quoted so that shlex keeps each one a single word."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_double = False
+    """Shell expansion of one logical line (quote-aware). Unresolvable parts become a sentinel."""
+    return _Expander(text, st).expand(0, len(text), quote=quote)
 
-    def emit(value: str) -> None:
-        if not quote:
-            out.append(value)
-        elif in_double:
-            out.append(re.sub(r'(["\\$`])', r"\\\1", value))
-        else:
-            out.append(shlex.quote(value) if value else "''")
 
-    while i < n:
-        c = text[i]
-        if c == "'" and not in_double:
-            j = text.find("'", i + 1)
-            j = n - 1 if j < 0 else j
-            out.append(text[i : j + 1])
-            i = j + 1
-            continue
-        if c == "\\" and i + 1 < n:
-            out.append(text[i : i + 2])
-            i += 2
-            continue
-        if c == '"':
-            in_double = not in_double
-            out.append(c)
-            i += 1
-            continue
-        if c == "`":
-            j = text.find("`", i + 1)
-            j = n - 1 if j < 0 else j
-            body = text[i + 1 : j]
-            if not body.lstrip().startswith("#"):
-                out.append(st.mark(f"`{body}`"))
-            i = j + 1
-            continue
-        if c == "$" and i + 1 < n:
-            try:
-                if text.startswith("$((", i):
-                    j = _match_close(text, i + 1, "(", ")")
-                    if j < 0:
-                        raise _Unresolved(text[i:])
-                    emit(_arith(text[i + 3 : j - 1], st))
-                    i = j + 1
-                    continue
-                if text.startswith("$(", i):
-                    j = _match_close(text, i + 1, "(", ")")
-                    out.append(st.mark(text[i : (j + 1 if j > 0 else n)]))
-                    i = (j + 1) if j > 0 else n
-                    continue
-                if text.startswith("${", i):
-                    j = _match_close(text, i + 1, "{", "}")
-                    if j < 0:
-                        out.append(text[i:])
-                        break
-                    inner = text[i + 2 : j]
-                    value = _expand_param(inner, st)
-                    if value is None:
-                        out.append(text[i : j + 1])  # Hydra interpolation: kept for the resolver
-                    else:
-                        emit(value)
-                    i = j + 1
-                    continue
-                m = _NAME.match(text, i + 1)
-                if m:
-                    emit(_lookup(m.group(0), st))
-                    i = m.end()
-                    continue
-                if text[i + 1] in "@*#?$!0123456789-":
-                    out.append(st.mark(text[i : i + 2]))
-                    i += 2
-                    continue
-            except _Unresolved as exc:
-                out.append(st.mark(str(exc)))
-                # skip the construct we failed on
-                if text.startswith("${", i):
-                    j = _match_close(text, i + 1, "{", "}")
-                    i = (j + 1) if j > 0 else n
-                elif text.startswith("$((", i):
-                    j = _match_close(text, i + 1, "(", ")")
-                    i = (j + 1) if j > 0 else n
-                else:
-                    m = _NAME.match(text, i + 1)
-                    i = m.end() if m else i + 1
-                continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+# ----------------------------------------------------------------------------- the script
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -254,11 +316,14 @@ _RLPLAN_LINE = re.compile(r"^\s*#\s*rlplan:\s*([A-Za-z_][\w.]*)\s*=\s*(.*?)\s*$"
 
 @dataclass
 class _Parsed:
-    overrides: dict[str, str] = field(default_factory=dict)  # verl key (with +/~ prefix stripped) -> raw
-    order: list[str] = field(default_factory=list)
+    overrides: dict[str, str] = field(default_factory=dict)  # verl key (+/~ stripped) -> raw, in script order
     rlplan: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     engine: str | None = None
+
+    @property
+    def order(self) -> list[str]:
+        return list(self.overrides)
 
 
 def _is_override_key(key: str) -> bool:
@@ -268,10 +333,69 @@ def _is_override_key(key: str) -> bool:
     )
 
 
+def _assignments(words: list[str]) -> list[str] | None:
+    """The ``NAME=value`` words when the line is only assignments (``export A=1 B=2``), else None."""
+    prefixed = words[0] in _ASSIGN_PREFIXES
+    body = words[1:] if prefixed else words
+    body = [w for w in body if not (w.startswith("-") and prefixed)]
+    assignments = [w for w in body if "=" in w and _NAME.fullmatch(w.split("=", 1)[0])]
+    return assignments if body and len(assignments) == len(body) else None
+
+
+def _assign_words(assignments: list[str], st: _ShellState, p: _Parsed) -> None:
+    for w in assignments:
+        name, _, value = w.partition("=")
+        if name == "model_engine":
+            _add_override(p, name, value, st)
+        st.assign(name, value)
+
+
+def _config_name(words: list[str], i: int, p: _Parsed, st: _ShellState) -> None:
+    w = words[i]
+    cfg = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
+    if cfg.endswith("ppo_megatron_trainer") or cfg.endswith("ppo_megatron_trainer.yaml"):
+        _add_override(p, "model_engine", "megatron", st)
+
+
+def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
+    """The ``key=value`` overrides of a command line (``--config-name`` picks Megatron)."""
+    for i, w in enumerate(words):
+        if w.startswith("--config-name"):
+            _config_name(words, i, p, st)
+            continue
+        if w.startswith("-") or "=" not in w:
+            continue
+        key, _, value = w.partition("=")
+        if not _is_override_key(key):
+            continue
+        lost = st.reasons(w)
+        if lost:
+            bare = key.lstrip("+~")
+            if not any(bare.startswith(prefix) for prefix in IGNORED_PREFIXES):  # not modelled anyway
+                names = "; ".join(dict.fromkeys(lost))
+                p.notes.append(f"verl override {bare}: value has an unresolved shell variable ({names}); ignored")
+            continue
+        if key.startswith("~"):
+            p.notes.append(f"verl override {key}: deleting a key is not modelled; ignored")
+            continue
+        _add_override(p, key, value, st)
+
+
+def _words_of(line: str, st: _ShellState) -> list[str]:
+    expanded = _expand(line, st, quote=True)
+    try:
+        return split_words(expanded)
+    except ValueError:
+        return expanded.split()
+
+
 def _parse_script(text: str) -> _Parsed:
     st = _ShellState()
     p = _Parsed()
-    for raw_line in _logical_lines(text):
+    if "\x00" in text:
+        raise InputError(f"{SCRIPT}: refused: contains a NUL byte (binary data, not a script)")
+    for lineno, raw_line in enumerate(_logical_lines(text), 1):
+        st.budget.lineno = lineno
         line = raw_line.strip()
         if not line:
             continue
@@ -281,61 +405,27 @@ def _parse_script(text: str) -> _Parsed:
             continue
         if line.startswith("#"):
             continue
-        expanded = _expand(line, st, quote=True)
-        try:
-            words = shlex.split(expanded, comments=True)
-        except ValueError:
-            words = expanded.split()
+        words = _words_of(line, st)
         if not words:
             continue
-        body = words[1:] if words[0] in _ASSIGN_PREFIXES else words
-        body = [w for w in body if not (w.startswith("-") and words[0] in _ASSIGN_PREFIXES)]
-        assignments = [w for w in body if "=" in w and _NAME.fullmatch(w.split("=", 1)[0])]
-        if body and len(assignments) == len(body):
-            for w in assignments:
-                name, _, value = w.partition("=")
-                if name == "model_engine":
-                    _add_override(p, name, value)
-                lost = st.reasons(value)
-                st.env[name] = None if lost else value
-                if lost:
-                    st.why[name] = "; ".join(dict.fromkeys(r.split(" <- ")[-1] for r in lost))
-            continue
-        for i, w in enumerate(words):
-            if w.startswith("--config-name"):
-                cfg = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
-                if cfg.endswith("ppo_megatron_trainer") or cfg.endswith("ppo_megatron_trainer.yaml"):
-                    _add_override(p, "model_engine", "megatron")
-                continue
-            if w.startswith("-") or "=" not in w:
-                continue
-            key, _, value = w.partition("=")
-            if not _is_override_key(key):
-                continue
-            lost = st.reasons(w)
-            if lost:
-                bare = key.lstrip("+~")
-                if not any(bare.startswith(prefix) for prefix in IGNORED_PREFIXES):  # not modelled anyway
-                    names = "; ".join(dict.fromkeys(lost))
-                    p.notes.append(f"verl override {bare}: value has an unresolved shell variable ({names}); ignored")
-                continue
-            if key.startswith("~"):
-                p.notes.append(f"verl override {key}: deleting a key is not modelled; ignored")
-                continue
-            _add_override(p, key, value)
+        assignments = _assignments(words)
+        if assignments is not None:
+            _assign_words(assignments, st, p)
+        else:
+            _command_words(words, st, p)
     return p
 
 
-def _add_override(p: _Parsed, key: str, value: Any) -> None:
+def _add_override(p: _Parsed, key: str, value: Any, st: _ShellState | None = None) -> None:
     bare = key.lstrip("+")
-    if bare in p.overrides:
-        p.order.remove(bare)
+    p.overrides.pop(bare, None)  # a later setting wins and moves to the end (dict order: O(1), not list.remove)
     p.overrides[bare] = value
-    p.order.append(bare)
+    if len(p.overrides) > MAX_OVERRIDE_KEYS:
+        raise (st.budget if st else _Budget()).refuse(f"more than {MAX_OVERRIDE_KEYS:,} distinct overrides")
 
 
 def tokenize_overrides(text: str) -> list[str]:
     """``key=value`` override tokens of a launch script after shell expansion (comments, the command
     words and shell variable assignments dropped; unresolved values left out)."""
     p = _parse_script(text)
-    return [f"{k}={v}" for k, v in ((k, p.overrides[k]) for k in p.order)]
+    return [f"{k}={v}" for k, v in p.overrides.items()]

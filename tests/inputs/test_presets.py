@@ -241,8 +241,8 @@ def test_broken_team_files_are_read_within_a_cpu_bound(tmp_path: Path) -> None:
 
 
 def test_mapping_file_reads_at_most_the_limit(tmp_path: Path) -> None:
-    """A preset path that is a pipe or a device is read up to the limit, never to the end."""
-    with pytest.raises(InputError, match="larger than 2 MiB"):
+    """A preset path that is a pipe or a device is refused before a byte is read (issue 12: regular files only)."""
+    with pytest.raises(InputError, match="not a regular file"):
         read_mapping_file("/dev/zero", "gpus preset zero.yaml")
     with pytest.raises(InputError, match="cannot read"):
         read_mapping_file(tmp_path, "gpus preset dir.yaml")

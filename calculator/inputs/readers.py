@@ -1,0 +1,353 @@
+"""Bounded readers: every file and every YAML / JSON text rlplan reads goes through here.
+
+* :func:`read_file_text`: a regular file only (a FIFO, a device, a directory or a socket is refused before a
+  byte is read, so ``/dev/zero``, ``/dev/urandom`` and a named pipe cannot hang or exhaust a process), at most
+  ``MAX_INPUT_BYTES`` read, UTF-8; with ``within``, a symbolic link that leads outside those directories is
+  refused (a team's preset directory cannot point the server at ``/etc``).
+* :func:`read_yaml_text`: no tags that build Python objects, bounded size and nesting, aliases bounded by the
+  number of values they expand to (a "billion laughs" document is refused before anything walks it), integers
+  bounded in digits.
+* :func:`read_json_text`: the same bounds for JSON (the C decoder; surrogate-pair escapes are valid JSON).
+
+Each refusal is an :class:`InputError` with one line naming the input; :class:`RefusedInput` (a subclass)
+marks the ones refused for their shape or content rather than for a syntax error, so that a caller that tries
+several formats (the verl importer) can tell "not YAML" from "YAML we will not read".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import Resolver
+from yaml.scanner import Scanner
+
+from calculator.errors import InputError
+from calculator.inputs.limits import MAX_INPUT_BYTES, MAX_INT_DIGITS, MAX_NESTING, MAX_YAML_VALUES
+
+MAX_YAML_BYTES = MAX_INPUT_BYTES  # kept for callers of the earlier name
+
+
+class RefusedInput(InputError):
+    """Input refused for its shape or content (over a bound, a tag that builds objects), not for bad syntax."""
+
+
+class _Refused(yaml.YAMLError):
+    """A YAML document refused for its shape (too deep, too many values after alias expansion)."""
+
+
+def _int_too_long(text: str) -> bool:
+    digits = sum(ch.isdigit() for ch in text[: MAX_INT_DIGITS + 64])
+    return digits > MAX_INT_DIGITS
+
+
+def _too_long_message() -> str:
+    return f"an integer with more than {MAX_INT_DIGITS:,} digits"
+
+
+# ----------------------------------------------------------------------------- YAML
+
+
+def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expanded(root: yaml.Node) -> None:
+    """Refuse a composed document whose alias expansion is too large, too deep or recursive.
+
+    An alias is a reference to an anchored node, so a few hundred bytes can stand for 10**9 values
+    ("billion laughs"); PyYAML builds them as shared references, and the blow-up happens later in
+    whatever walks the result (validation, repr, json.dumps). Sizes and heights are memoised per
+    node, so this costs one visit per node written in the document, and the recursion is at most
+    ``MAX_NESTING`` deep (a path is refused as soon as it gets deeper).
+    """
+    memo: dict[int, tuple[int, int]] = {}  # id(node) -> (values after expansion, height)
+    active: set[int] = set()
+
+    def visit(node: yaml.Node, depth: int) -> tuple[int, int]:
+        key = id(node)
+        if key in memo:
+            count, height = memo[key]
+        else:
+            if key in active:
+                raise _Refused("a YAML alias refers to a node that contains it (recursive alias)")
+            if depth > MAX_NESTING:
+                raise _Refused(f"nested deeper than {MAX_NESTING} levels once YAML aliases are expanded")
+            active.add(key)
+            count, height = 1, 1
+            for child in _yaml_children(node):
+                c, h = visit(child, depth + 1)
+                count += c
+                height = max(height, h + 1)
+                if count > MAX_YAML_VALUES:
+                    raise _Refused(
+                        f"more than {MAX_YAML_VALUES:,} values once YAML aliases are expanded (an alias bomb?)"
+                    )
+            active.discard(key)
+            memo[key] = (count, height)
+        if depth + height - 1 > MAX_NESTING:
+            raise _Refused(f"nested deeper than {MAX_NESTING} levels once YAML aliases are expanded")
+        return count, height
+
+    visit(root, 1)
+
+
+class _PyEventParser(Reader, Scanner, Parser):
+    """PyYAML's pure-Python event parser (used when libyaml is not installed)."""
+
+    def __init__(self, stream: Any) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+
+
+try:  # libyaml's event parser (~10x faster); composing stays in Python so that it can be bounded
+    from yaml.cyaml import CParser as _EventParser
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _EventParser = _PyEventParser  # type: ignore[misc,assignment]
+
+
+class _IntTooLongYaml(yaml.YAMLError):
+    pass
+
+
+def _construct_bounded_int(loader: SafeConstructor, node: yaml.ScalarNode) -> int:
+    """YAML's int constructor, refusing more than ``MAX_INT_DIGITS`` digits before Python converts them."""
+    if _int_too_long(str(node.value)):
+        raise _IntTooLongYaml(_too_long_message())
+    return loader.construct_yaml_int(node)
+
+
+def _bounded_loader(event_parser: type) -> type:
+    """A safe YAML loader class (``SafeConstructor``: no tags that build Python objects) on ``event_parser``,
+    whose composer refuses, before anything is constructed, documents nested deeper than ``MAX_NESTING`` or
+    holding more than ``MAX_YAML_VALUES`` values, counting each alias as the values it expands to."""
+
+    class Loader(Composer, event_parser, SafeConstructor, Resolver):  # type: ignore[misc,valid-type]
+        def __init__(self, stream: Any) -> None:
+            event_parser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self._depth = 0
+            self._composed = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._depth += 1
+            self._composed += 1
+            try:
+                if self._depth > MAX_NESTING:
+                    raise _Refused(f"nested deeper than {MAX_NESTING} levels")
+                if self._composed > MAX_YAML_VALUES:  # written-out values count too: stop before composing all
+                    raise _Refused(f"more than {MAX_YAML_VALUES:,} values")
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def compose_document(self) -> Any:
+            node = super().compose_document()
+            if node is not None:
+                _check_expanded(node)
+            return node
+
+    Loader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
+    return Loader
+
+
+BoundedSafeLoader = _bounded_loader(_EventParser)
+
+
+def _too_large(text: str, max_bytes: int) -> bool:
+    return len(text) > max_bytes or (4 * len(text) > max_bytes and len(text.encode("utf-8", "replace")) > max_bytes)
+
+
+def size_text(max_bytes: int) -> str:
+    """``2 MiB`` / ``64 KiB``: a byte cap as it appears in refusals."""
+    return f"{max_bytes // 2**20} MiB" if max_bytes % 2**20 == 0 else f"{max_bytes // 1024} KiB"
+
+
+_size_text = size_text  # earlier private name
+
+
+def _first_line(exc: BaseException, fallback: str) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else fallback
+
+
+def read_yaml_text(text: str, what: str, *, max_bytes: int = MAX_INPUT_BYTES) -> Any:
+    """Parse YAML safely: no tags that build objects, bounded size and nesting, alias bombs refused.
+    Raises :class:`InputError` naming ``what`` (:class:`RefusedInput` when refused rather than malformed)."""
+    if _too_large(text, max_bytes):
+        raise RefusedInput(f"{what}: larger than {size_text(max_bytes)}")
+    try:
+        loader = BoundedSafeLoader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except _Refused as exc:
+        raise RefusedInput(f"{what}: refused: {exc}") from None
+    except _IntTooLongYaml as exc:
+        raise RefusedInput(f"{what}: not valid YAML ({exc})") from None
+    except ConstructorError as exc:  # a tag SafeConstructor does not build (!!python/object, ...)
+        raise RefusedInput(
+            f"{what}: not valid YAML (refused: {_first_line(exc, 'a tag that builds objects')})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{what}: not valid YAML ({_first_line(exc, 'malformed YAML')})") from None
+    except RecursionError:  # not reached with MAX_NESTING far below Python's limit; kept as a backstop
+        raise RefusedInput(f"{what}: nested too deeply") from None
+    except ValueError:  # a conversion PyYAML does not guard (kept without Python's own advice text)
+        raise InputError(f"{what}: not valid YAML (a value that cannot be converted)") from None
+
+
+# ----------------------------------------------------------------------------- JSON
+
+
+def _check_nesting(data: Any, what: str) -> None:
+    """Refuse parsed JSON nested deeper than ``MAX_NESTING`` (iterative: safe at any depth)."""
+    stack = [(data, 1)]
+    while stack:
+        obj, depth = stack.pop()
+        if isinstance(obj, dict):
+            children: Any = obj.values()
+        elif isinstance(obj, list):
+            children = obj
+        else:
+            continue
+        if depth > MAX_NESTING:
+            raise RefusedInput(f"{what}: nested deeper than {MAX_NESTING} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+class _IntTooLong(ValueError):
+    pass
+
+
+def _json_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _IntTooLong(text)
+    return int(text)
+
+
+def read_json_text(text: str, what: str, *, max_bytes: int = MAX_INPUT_BYTES) -> Any:
+    """Parse JSON with the same bounds as :func:`read_yaml_text` (size, nesting, integer digits). Raises
+    :class:`InputError` naming ``what`` and, for a syntax error, the line and column."""
+    if _too_large(text, max_bytes):
+        raise RefusedInput(f"{what}: larger than {size_text(max_bytes)}")
+    try:
+        data = json.loads(text, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
+    except _IntTooLong:
+        raise RefusedInput(f"{what}: not valid JSON ({_too_long_message()})") from None
+    except RecursionError:  # the C decoder stops at Python's recursion limit (~1000 levels)
+        raise RefusedInput(f"{what}: nested deeper than {MAX_NESTING} levels") from None
+    except ValueError:  # no other conversion is expected; never echo Python's own advice text
+        raise InputError(f"{what}: not valid JSON (a value that cannot be converted)") from None
+    _check_nesting(data, what)
+    return data
+
+
+# ----------------------------------------------------------------------------- files
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _resolve_within(path: Path, what: str, within: Sequence[Path]) -> Path:
+    """The real path of ``path``, which must lie inside one of ``within`` (symbolic links followed)."""
+    roots = [Path(os.path.realpath(r)) for r in within]
+    real = Path(os.path.realpath(path))
+    if not _inside(real, roots):
+        raise RefusedInput(f"{what}: cannot read (a link to a file outside the preset directories)")
+    return real
+
+
+def _read_fd(fd: int, what: str, max_bytes: int) -> bytes:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked on the open file: no race with a swapped path
+        raise RefusedInput(f"{what}: cannot read ({_kind(info.st_mode)}, not a regular file)")
+    if info.st_size > max_bytes:
+        raise RefusedInput(f"{what}: larger than {size_text(max_bytes)}")
+    chunks: list[bytes] = []
+    left = max_bytes + 1  # one more than allowed: a file that grew while read is still caught
+    while left > 0:
+        chunk = os.read(fd, min(left, 2**20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise RefusedInput(f"{what}: larger than {size_text(max_bytes)}")
+    return data
+
+
+def read_file_text(
+    path: str | Path, what: str | None = None, *, within: Sequence[Path] | None = None, max_bytes: int = MAX_INPUT_BYTES
+) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes``. The file is opened non-blocking (a FIFO
+    cannot hold the thread) and checked on the open descriptor before anything is read. With ``within``,
+    the file's real path must lie inside one of those directories. Raises :class:`InputError` naming ``what``."""
+    p = Path(path)
+    what = what or str(p)
+    try:
+        target = _resolve_within(p, what, within) if within is not None else p
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            data = _read_fd(fd, what, max_bytes)
+        finally:
+            os.close(fd)
+        return data.decode("utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{what}: file not found") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{what}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{what}: cannot read ({exc.__class__.__name__})") from None
+
+
+def read_mapping_file(
+    path: str | Path, what: str | None = None, *, within: Sequence[Path] | None = None
+) -> dict[str, Any]:
+    """Read a YAML or JSON file (by suffix: ``.json`` is read as JSON) that must hold a mapping; at most
+    ``MAX_INPUT_BYTES`` are ever read, and only from a regular file."""
+    p = Path(path)
+    what = what or str(p)
+    text = read_file_text(p, what, within=within)
+    if not text.strip():
+        data = None  # an empty file: "must be a mapping" below, in either format
+    elif p.suffix.lower() == ".json":
+        data = read_json_text(text, what)
+    else:
+        data = read_yaml_text(text, what)
+    if not isinstance(data, dict):
+        raise InputError(f"{what}: must be a mapping of fields, got {type(data).__name__}")
+    return data

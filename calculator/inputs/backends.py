@@ -1,0 +1,117 @@
+"""The training-backend sections of the scenario: FSDP / FSDP2, Megatron, the optimizer (verl 0.9.1's
+``actor_rollout_ref.actor.fsdp_config``, ``...megatron``, ``...optim`` and the critic's equivalents), and the base
+every scenario section shares (frozen, closed, finite, no boolean for a number, every count bounded).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from calculator.inputs.numbers import NoBoolNumbers
+
+
+class _Frozen(NoBoolNumbers):
+    """Base of every scenario section."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+
+
+# An upper bound on every count and token length that no real run reaches: absurd input (1e30) is a
+# validation error naming the field, not an overflow somewhere in the arithmetic.
+MAX_COUNT = 1 << 30
+
+
+class FsdpSection(_Frozen):
+    """``*.fsdp_config`` of an FSDP engine (``critic.fsdp`` for the critic)."""
+
+    param_offload: bool = Field(default=False, description="Move params and grads to CPU while the role is idle.")
+    optimizer_offload: bool = Field(default=False, description="Move Adam states to CPU while the role is idle.")
+    offload_policy: bool = Field(
+        default=False,
+        description="FSDP2 only: params, grads and optimizer stay on CPU during compute (CPUOffloadPolicy).",
+    )
+    fsdp_size: int = Field(default=-1, ge=-1, description="GPUs per FSDP shard group; -1 = all GPUs (HSDP otherwise).")
+    model_dtype: Literal["fp32", "bf16"] = Field(
+        default="fp32", description="dtype the model is loaded in = dtype of the sharded master params."
+    )
+    reshard_after_forward: bool = Field(
+        default=True, description="False = SHARD_GRAD_OP (keep gathered params until backward)."
+    )
+    use_no_sync_for_gradient_accumulation: bool = Field(
+        default=False, description="Accumulate unsharded fp32 grads across micro-batches (4 B/param, not divided)."
+    )
+
+    @model_validator(mode="after")
+    def _fsdp_size(self) -> FsdpSection:
+        if self.fsdp_size == 0:
+            raise ValueError("fsdp_size must be -1 (all GPUs) or a positive GPU count, got 0")
+        return self
+
+
+class MegatronSection(_Frozen):
+    """``*.megatron`` (selected with ``model_engine=megatron`` / strategy megatron)."""
+
+    tensor_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron TP.")
+    pipeline_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron PP.")
+    virtual_pipeline_model_parallel_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Megatron virtual pipeline stages (interleaved schedule); null = off.",
+    )
+    context_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron CP (splits sequence).")
+    expert_model_parallel_size: int = Field(default=1, ge=1, le=MAX_COUNT, description="Megatron EP (experts split).")
+    expert_tensor_parallel_size: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="TP inside experts; null = TP."
+    )
+    sequence_parallel: bool = Field(default=True, description="Split LayerNorm/dropout activations over TP.")
+    use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
+    param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
+    optimizer_offload: bool = Field(default=False, description="Offload optimizer state while idle.")
+    recompute_granularity: Literal["full", "selective"] | None = Field(
+        default=None,
+        description="verl: megatron.override_transformer_config.recompute_granularity (Megatron-core activation "
+        "recompute; model.enable_gradient_checkpointing is FSDP-only). full = recompute whole layers in backward "
+        "(see recompute_method); selective = recompute only the core attention (recompute_modules "
+        "['core_attn'], verl's default); null = no recompute.",
+    )
+    recompute_method: Literal["uniform", "block"] | None = Field(
+        default=None,
+        description="verl: megatron.override_transformer_config.recompute_method (granularity full only). "
+        "uniform = every layer, checkpointed in groups of recompute_num_layers; block = only the first "
+        "recompute_num_layers layers of each pipeline stage.",
+    )
+    recompute_num_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_COUNT,
+        description="verl: megatron.override_transformer_config.recompute_num_layers (granularity full only): "
+        "layers per recompute group (uniform) or recomputed layers per pipeline stage (block), between 1 and "
+        "the layers per pipeline stage.",
+    )
+
+    @model_validator(mode="after")
+    def _recompute(self) -> MegatronSection:
+        # Megatron-core TransformerConfig.__post_init__ rejects these combinations at startup.
+        g = self.recompute_granularity
+        if g == "full" and (self.recompute_method is None or self.recompute_num_layers is None):
+            raise ValueError(
+                f"megatron recompute_granularity 'full' needs recompute_method (uniform|block) and "
+                f"recompute_num_layers (Megatron-core), got method {self.recompute_method!r}, "
+                f"num_layers {self.recompute_num_layers!r}"
+            )
+        if g == "selective" and self.recompute_num_layers is not None:
+            raise ValueError(
+                f"megatron recompute_granularity 'selective' takes no recompute_num_layers (Megatron-core), "
+                f"got {self.recompute_num_layers}"
+            )
+        return self
+
+
+class OptimSection(_Frozen):
+    optimizer: Literal["AdamW", "adam", "SGD", "Adafactor"] = Field(
+        default="AdamW", description="AdamW keeps two fp32 moments (8 B/param); SGD none (without momentum)."
+    )
+    lr: float = Field(default=1e-6, gt=0, lt=1, description="Learning rate (no effect on memory or time).")

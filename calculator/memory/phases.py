@@ -109,100 +109,56 @@ def _resident_state(ctx: Context, row: PhaseRow) -> list[Component]:
 # ---- inference engines ------------------------------------------------------------------------
 
 
-def _engine_awake(eb: EngineBudget) -> list[Component]:
-    f = eb.formulas
-    return [
-        Component(
-            name=Comp.ROLLOUT_WEIGHTS,
-            role=Role.ROLLOUT,
-            bytes=eb.weights_bytes,
-            formula=f["rollout_weights"],
-            process=Process.ROLLOUT,
-        ),
-        Component(
-            name=Comp.KV_CACHE,
-            role=Role.ROLLOUT,
-            bytes=max(0, eb.kv_cache_bytes),
-            formula=f["kv_cache"],
-            process=Process.ROLLOUT,
-        ),
-        Component(
-            name=Comp.ROLLOUT_ACTIVATIONS,
-            role=Role.ROLLOUT,
-            bytes=eb.activation_bytes,
-            formula=f["rollout_activations"],
-            process=Process.ROLLOUT,
-        ),
-    ]
+# The engine's pieces: (component name for the policy rollout, for the reward model, the budget's bytes field,
+# its formula key, allocated by torch). The awake engine holds all of them; asleep, only the last two.
+_ENGINE_PARTS = (
+    (Comp.ROLLOUT_WEIGHTS, Comp.REWARD_PARAMS, "weights_bytes", "rollout_weights", True),
+    (Comp.KV_CACHE, Comp.REWARD_KV_CACHE, "kv_cache_bytes", "kv_cache", True),
+    (Comp.ROLLOUT_ACTIVATIONS, Comp.REWARD_ACTIVATIONS, "activation_bytes", "rollout_activations", True),
+    (Comp.ROLLOUT_NON_TORCH, None, "non_torch_bytes", "rollout_non_torch", False),
+    (Comp.CUDA_GRAPHS, None, "cuda_graph_bytes", "cuda_graphs", False),
+)
+_KEPT_ASLEEP = {Comp.ROLLOUT_NON_TORCH: "", Comp.CUDA_GRAPHS: " (not freed by sleep)"}
+_WOKEN_FOR_SYNC = " (woken for the sync, KV not yet)"
 
 
-def _engine_kept(eb: EngineBudget) -> list[Component]:
-    """What sleep does not free: memory outside torch and the CUDA-graph pools."""
-    f = eb.formulas
-    return [
-        Component(
-            name=Comp.ROLLOUT_NON_TORCH,
-            role=Role.ROLLOUT,
-            bytes=eb.non_torch_bytes,
-            formula=f["rollout_non_torch"],
-            torch_allocated=False,
-            process=Process.ROLLOUT,
-        ),
-        Component(
-            name=Comp.CUDA_GRAPHS,
-            role=Role.ROLLOUT,
-            bytes=eb.cuda_graph_bytes,
-            formula=f["cuda_graphs"] + " (not freed by sleep)",
-            torch_allocated=False,
-            process=Process.ROLLOUT,
-        ),
-    ]
+def _engine_part(eb: EngineBudget, name: Comp, field: str, key: str, torch: bool, role: Role, note: str) -> Component:
+    return Component(
+        name=name,
+        role=role,
+        bytes=max(0, getattr(eb, field)),
+        formula=eb.formulas[key] + note,
+        torch_allocated=torch,
+        process=Process.REWARD if role is Role.REWARD else Process.ROLLOUT,
+    )
 
 
 def _engine(ctx: Context, row: PhaseRow) -> list[Component]:
+    """The policy rollout engine in this phase: awake (everything), woken for the weight sync (weights only),
+    or asleep (non-torch memory and CUDA-graph pools, which sleep does not free)."""
     eb = ctx.rollout
     state = Engine.AWAKE if not ctx.s.rollout.free_cache_engine else row.engine
-    if state is Engine.AWAKE:
-        return _engine_awake(eb) + _engine_kept(eb)
-    if state is Engine.WEIGHTS:
-        weights = Component(
-            name=Comp.ROLLOUT_WEIGHTS,
-            role=Role.ROLLOUT,
-            bytes=eb.weights_bytes,
-            formula=eb.formulas["rollout_weights"] + " (woken for the sync, KV not yet)",
-            process=Process.ROLLOUT,
-        )
-        return [weights] + _engine_kept(eb)
-    return _engine_kept(eb)
+    out = []
+    for name, _, field, key, torch in _ENGINE_PARTS:
+        if state is Engine.AWAKE or name in _KEPT_ASLEEP:
+            note = _KEPT_ASLEEP.get(name, "")
+        elif state is Engine.WEIGHTS and name is Comp.ROLLOUT_WEIGHTS:
+            note = _WOKEN_FOR_SYNC
+        else:
+            continue
+        out.append(_engine_part(eb, name, field, key, torch, Role.ROLLOUT, note))
+    return out
 
 
 def _reward_engine(ctx: Context) -> list[Component]:
+    """The reward model's engine while it scores (weights, KV, profiled activations)."""
     eb = ctx.reward_engine
     if eb is None:
         return []
-    f, proc = eb.formulas, Process.REWARD
     return [
-        Component(
-            name=Comp.REWARD_PARAMS,
-            role=Role.REWARD,
-            bytes=eb.weights_bytes,
-            formula=f["rollout_weights"],
-            process=proc,
-        ),
-        Component(
-            name=Comp.REWARD_KV_CACHE,
-            role=Role.REWARD,
-            bytes=max(0, eb.kv_cache_bytes),
-            formula=f["kv_cache"],
-            process=proc,
-        ),
-        Component(
-            name=Comp.REWARD_ACTIVATIONS,
-            role=Role.REWARD,
-            bytes=eb.activation_bytes,
-            formula=f["rollout_activations"],
-            process=proc,
-        ),
+        _engine_part(eb, reward, field, key, torch, Role.REWARD, "")
+        for _, reward, field, key, torch in _ENGINE_PARTS
+        if reward is not None
     ]
 
 

@@ -16,10 +16,11 @@ from calculator.errors import InputError
 from calculator.inputs.overrides import parse_value
 from calculator.inputs.presets import gpu_presets, model_presets, preset_problems, read_mapping_file, scenario_presets
 from calculator.loading import load_scenario_with_warnings
+from calculator.model.sizes import approximate_model, parse_size
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
 from calculator.units import format_count
-from calculator.verl import read_verl_file
+from calculator.verl import native_field_exists, read_verl_file, verl_to_native
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +42,14 @@ def _add_scenario_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m calculator", description="rlplan: GPU memory and time for verl RL runs")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_scenario_options(sub.add_parser("estimate", help="memory per phase, peak, rollout capacity"))
+    est = sub.add_parser("estimate", help="memory per phase, peak, rollout capacity")
+    _add_scenario_options(est)
+    est.add_argument(
+        "--check",
+        action="store_true",
+        help="launch guard: exit 1 when the run does not fit (peak over the usable memory or the rollout engine "
+        "cannot start), 0 when it fits, 2 on bad input",
+    )
     ep = sub.add_parser("export", help="the verl launch settings of a scenario (DESIGN.md 6.4)")
     _add_scenario_options(ep)
     ep.add_argument(
@@ -58,30 +66,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    overrides: dict[str, Any] = {}
-    if args.model:
-        if args.model.endswith(".json") or Path(args.model).is_file():
-            overrides["model.config"] = read_mapping_file(args.model, f"--model {args.model}")
+def _model_overrides(model: str) -> tuple[dict[str, Any], list[str]]:
+    """``--model``: a preset id, a config.json path, or a size (``70B``, ``30B-A3B``) approximated from the closest
+    model family, as the dashboard does (``calculator.model.sizes``)."""
+    if model.endswith(".json") or Path(model).is_file():
+        return {"model.config": read_mapping_file(model, f"--model {model}")}, []
+    if model in model_presets(strict=False):
+        return {"model.path": model, "model.config": None}, []
+    try:
+        spec = parse_size(model)
+    except ValueError:
+        return {"model.path": model, "model.config": None}, []  # unknown id: load_scenario names the presets
+    approx = approximate_model(spec)
+    note = (
+        f"--model {model}: approximated as {approx.base_name} with {approx.num_layers} layers "
+        f"({approx.total_params / 1e9:.1f}B total, {approx.active_params / 1e9:.1f}B active, "
+        f"{approx.error_fraction:.1%} from the size)"
+    )
+    return {"model.config": approx.config}, [note]
+
+
+def _set_items(items: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``--set KEY=VALUE``: a native dotted field (value typed by the field), or a verl key
+    (``actor_rollout_ref.rollout.n=8``) passed to the verl importer as an override."""
+    native: dict[str, Any] = {}
+    verl: list[str] = []
+    for item in items:
+        if "=" not in item:
+            raise InputError(f"--set {item!r}: expected KEY=VALUE")
+        key, _, value = item.partition("=")
+        key = key.strip()
+        if native_field_exists(key):
+            native[key] = parse_value(value, key)
+        elif verl_to_native(key) is not None:
+            verl.append(f"{key}={value}")
         else:
-            overrides["model.path"] = args.model
-            overrides["model.config"] = None
+            raise InputError(
+                f"--set {one_line(key)}: not a scenario field (e.g. rollout.n) nor a verl key rlplan models "
+                "(e.g. actor_rollout_ref.rollout.n)"
+            )
+    return native, verl
+
+
+def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    overrides, notes = _model_overrides(args.model) if args.model else ({}, [])
     if args.gpu:
         overrides["hardware.gpu"] = args.gpu
     if args.num_gpus is not None:
         overrides["hardware.num_gpus"] = args.num_gpus
     if args.gpus_per_node is not None:
         overrides["hardware.gpus_per_node"] = args.gpus_per_node
-    for item in args.set:
-        if "=" not in item:
-            raise InputError(f"--set {item!r}: expected KEY=VALUE")
-        key, _, value = item.partition("=")
-        overrides[key.strip()] = parse_value(value)
-    verl_text: list[str] = []
-    if args.verl:
-        verl_text = [read_verl_file(f) for f in args.verl]
-    scenario, notes = load_scenario_with_warnings(args.scenario, overrides, verl_text or None)
-    return scenario, [f"preset skipped: {p}" for p in preset_problems()] + notes
+    native, verl_set = _set_items(args.set)
+    overrides.update(native)
+    verl_text = [read_verl_file(f) for f in args.verl] + (["\n".join(verl_set)] if verl_set else [])
+    scenario, load_notes = load_scenario_with_warnings(args.scenario, overrides, verl_text or None)
+    return scenario, [f"preset skipped: {p}" for p in preset_problems()] + notes + load_notes
 
 
 def format_report(r: Report) -> str:
@@ -179,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             out(json.dumps(report_json(report), indent=2))
         else:
             out(format_report(report))
-        return 0
+        return 1 if args.check and not report.peak.fits else 0
     except InputError as error:
         for problem in error.problems:
             err(f"error: {problem}")

@@ -377,11 +377,6 @@ class Scenario(_Frozen):
             raise ValueError(f"actor.ulysses_sequence_parallel_size ({sp}) must divide hardware.num_gpus ({g})")
         if sp > 1 and not self.model.use_remove_padding:
             raise ValueError("actor.ulysses_sequence_parallel_size > 1 requires model.use_remove_padding=true")
-        if not self.actor.use_dynamic_bsz and self.actor.ppo_micro_batch_size_per_gpu is None:
-            raise ValueError(
-                "actor.ppo_micro_batch_size_per_gpu is required when actor.use_dynamic_bsz is false "
-                "(verl: 'Please set at least one of ppo_micro_batch_size_per_gpu or use_dynamic_bsz')"
-            )
         for section in ("actor", "critic"):
             fsdp = self.actor.fsdp_config if section == "actor" else self.critic.fsdp
             if fsdp.fsdp_size > 0 and fsdp.fsdp_size < g and g % fsdp.fsdp_size:

@@ -19,7 +19,7 @@ from calculator.report.models import (
 )
 from calculator.report.warnings import collect_warnings
 from calculator.resolve.architectures import model_name
-from calculator.resolve.resolved import resolve
+from calculator.resolve.resolved import Source, resolve
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
 from calculator.verl.checks import check_config
@@ -125,6 +125,7 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
     warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
     checks = check_config(ctx.r)
     warnings += [f"verl: {p.message}" for p in checks]
+    warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
     return Report(
         model=_model_info(ctx),
         hardware=_hardware_info(ctx),

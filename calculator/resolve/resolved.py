@@ -159,7 +159,7 @@ class _Decider:
             return value
         if assumed is not None:
             self.decisions.append(
-                Decision(key, assumed, Source.ASSUMED, "no value set; verl would refuse to start without one")
+                Decision(key, assumed, Source.ASSUMED, "nothing sets it and verl would refuse to start without it")
             )
         return assumed
 

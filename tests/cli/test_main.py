@@ -12,6 +12,8 @@ from calculator.cli.main import main
 from calculator.inputs.presets import model_presets
 from tests.support.paths import ROOT
 
+PRESET = "qwen2.5-7b-grpo-8xh100"
+
 
 def run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -153,3 +155,49 @@ def test_scenario_yaml_not_a_mapping(tmp_path):
 def test_human_output():
     p = run(["estimate", "qwen2.5-7b-grpo-8xh100"])
     assert p.returncode == 0 and "peak:" in p.stdout and "rollout:" in p.stdout
+
+
+# ---- issue 13 items 1, 2 and 4: defaults that run, typed --set, verl keys and sizes, --check ------------------
+
+
+def test_unset_micro_batch_is_a_verl_warning_with_the_assumed_value(capsys):
+    """A scenario without micro-batches estimates (verl would refuse: its message, and the value rlplan used)."""
+    assert main(["estimate", "--model", "qwen2.5-7b", "--gpu", "h100-80gb", "--num-gpus", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "Please set at least one of 'actor.ppo_micro_batch_size'" in out
+    assert "estimated with actor.ppo_micro_batch_size_per_gpu = 1" in out
+
+
+def test_set_values_are_typed_by_their_field(capsys):
+    assert main(["estimate", PRESET, "--set", "verl_version=0.6", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verl_version"] == "0.6"
+    assert main(["estimate", PRESET, "--set", 'verl_version="0.8"', "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verl_version"] == "0.8"
+
+
+def test_set_takes_verl_keys(capsys):
+    assert main(["estimate", PRESET, "--set", "actor_rollout_ref.rollout.n=8", "--json"]) == 0
+    with_verl = json.loads(capsys.readouterr().out)
+    assert main(["estimate", PRESET, "--set", "rollout.n=8", "--json"]) == 0
+    assert with_verl == json.loads(capsys.readouterr().out)
+    assert with_verl["rollout"]["sequences_per_replica"] == 1024 * 8 // 4
+
+
+def test_set_unknown_key_names_both_vocabularies(capsys):
+    assert main(["estimate", PRESET, "--set", "actor_rollout_ref.nope=1"]) == 2
+    err = capsys.readouterr().err
+    assert "not a scenario field" in err and "actor_rollout_ref.rollout.n" in err
+
+
+def test_model_takes_a_size(capsys):
+    assert main(["estimate", PRESET, "--model", "70B", "--num-gpus", "32", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert 65e9 < report["model"]["total_params"] < 75e9
+    assert any(w.startswith("--model 70B: approximated as") for w in report["warnings"])
+
+
+@pytest.mark.parametrize(("model", "code"), [("qwen2.5-7b", 0), ("llama3.1-70b", 1)])
+def test_check_is_a_launch_guard(model, code, capsys):
+    """exit 1 when it does not fit, 0 when it fits (DESIGN.md 6.5)."""
+    assert main(["estimate", PRESET, "--model", model, "--num-gpus", "8", "--check"]) == code
+    assert ("DOES NOT FIT" in capsys.readouterr().out) == bool(code)

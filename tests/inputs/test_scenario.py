@@ -59,7 +59,6 @@ def _err(overrides: dict) -> str:
             "",
             "requires model.use_remove_padding",
         ),
-        ({"actor.ppo_micro_batch_size_per_gpu": None}, "", "ppo_micro_batch_size_per_gpu is required"),
         ({"actor.fsdp_config.fsdp_size": 3}, "", "fsdp_size (3) must divide"),
         ({"actor.fsdp_config.fsdp_size": 0}, "actor.fsdp_config", "fsdp_size must be -1"),
         ({"actor.fsdp_config.offload_policy": True}, "", "offload_policy=true needs actor.strategy=fsdp2"),

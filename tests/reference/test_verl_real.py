@@ -29,9 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
-from calculator import load_scenario
+from calculator import estimate, load_scenario
 from calculator import verl as V
-from calculator.errors import InputError
 from calculator.verl import checks as C
 from tests.support.require import require
 
@@ -323,9 +322,10 @@ def test_importing_verl_generated_config_gives_defaults(wheel, name):
     diffs = {k: v for k, v in natives.items() if v != V.native_default(k)}
     assert diffs == expected_extra
     assert any("rollout.name" in n for n in notes) and any("placeholder" in n for n in notes)
-    # verl's full config has no micro-batch (verl would refuse it too); fill in what a launch must set
-    with pytest.raises(InputError, match="ppo_micro_batch_size_per_gpu"):
-        load_scenario(None, verl_overrides=yaml.safe_dump(data))
+    # verl's full config has no micro-batch: verl would refuse it, rlplan estimates with 1 and says both
+    report = estimate(load_scenario(None, verl_overrides=yaml.safe_dump(data)))
+    assert any("actor.ppo_micro_batch_size_per_gpu" in w and "verl: [actor]" in w for w in report.warnings)
+    assert any(w.startswith("estimated with actor.ppo_micro_batch_size_per_gpu = 1") for w in report.warnings)
     arr = data["actor_rollout_ref"]
     arr["actor"]["ppo_micro_batch_size_per_gpu"] = 4
     arr["rollout"]["name"] = "vllm"

@@ -170,6 +170,17 @@ def _micro_required_rules(s: Scenario) -> list[ConfigProblem]:
     """Micro-batch sizes verl requires when dynamic batching is off."""
     a = s.actor
     out: list[ConfigProblem] = []
+    if not a.use_dynamic_bsz and a.ppo_micro_batch_size_per_gpu is None:
+        out.append(
+            _p(
+                "micro_batch_required",
+                "error",
+                "[actor] Please set at least one of 'actor.ppo_micro_batch_size' or "
+                "'actor.ppo_micro_batch_size_per_gpu' if use_dynamic_bsz is not enabled. Set "
+                "actor.ppo_micro_batch_size_per_gpu or actor.use_dynamic_bsz=true.",
+                SRC_ACTOR_POST,
+            )
+        )
     if not a.use_dynamic_bsz and s.rollout.log_prob_micro_batch_size_per_gpu is None:
         out.append(
             _p(

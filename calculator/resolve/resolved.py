@@ -208,7 +208,7 @@ def _pass(
     return PassPlan(r_phase, trainer, num_sequences, micro, dynamic, budget, sp, batch(False), batch(True))
 
 
-def _actor_passes(s: Scenario, d: _Decider, actor: TrainerPlan, ctx: dict) -> dict[Phase, PassPlan]:
+def _actor_passes(s: Scenario, d: _Decider, actor: TrainerPlan, common: dict[str, Any]) -> dict[Phase, PassPlan]:
     a, r = s.actor, s.rollout
     n = r.n
     micro = d.micro("actor.ppo_micro_batch_size_per_gpu", a.use_dynamic_bsz)
@@ -226,7 +226,7 @@ def _actor_passes(s: Scenario, d: _Decider, actor: TrainerPlan, ctx: dict) -> di
             dynamic=a.use_dynamic_bsz,
             budget=a.ppo_max_token_len_per_gpu,
             sp=sp,
-            **ctx,
+            **common,
         ),
         Phase.OLD_LOG_PROB: _pass(
             Phase.OLD_LOG_PROB,
@@ -236,12 +236,12 @@ def _actor_passes(s: Scenario, d: _Decider, actor: TrainerPlan, ctx: dict) -> di
             dynamic=lp_dyn,
             budget=lp_budget,
             sp=sp,
-            **ctx,
+            **common,
         ),
     }
 
 
-def _ref_pass(s: Scenario, d: _Decider, ref: TrainerPlan, ctx: dict) -> PassPlan:
+def _ref_pass(s: Scenario, d: _Decider, ref: TrainerPlan, common: dict[str, Any]) -> PassPlan:
     dyn = d.get("ref.log_prob_use_dynamic_bsz")
     micro = d.micro("ref.log_prob_micro_batch_size_per_gpu", dyn)
     budget = d.get("ref.log_prob_max_token_len_per_gpu")
@@ -253,11 +253,11 @@ def _ref_pass(s: Scenario, d: _Decider, ref: TrainerPlan, ctx: dict) -> PassPlan
         dynamic=dyn,
         budget=budget,
         sp=ref.sp,
-        **ctx,
+        **common,
     )
 
 
-def _critic_passes(s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, ctx: dict) -> dict[Phase, PassPlan]:
+def _critic_passes(s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, common: dict[str, Any]) -> dict[Phase, PassPlan]:
     c = s.critic
     n = s.rollout.n
     mini = d.get("critic.ppo_mini_batch_size")
@@ -283,7 +283,7 @@ def _critic_passes(s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, ctx:
             dynamic=dyn,
             budget=fwd_budget,
             sp=critic.sp,
-            **ctx,
+            **common,
         ),
         Phase.UPDATE_CRITIC: _pass(
             Phase.UPDATE_CRITIC,
@@ -293,7 +293,7 @@ def _critic_passes(s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, ctx:
             dynamic=dyn,
             budget=budget,
             sp=critic.sp,
-            **ctx,
+            **common,
         ),
     }
 
@@ -324,12 +324,12 @@ def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
     critic = critic_trainer(s) if has_critic else None
     ref = ref_trainer(s) if has_ref and not via_actor else None
     ln, lw = batching.lengths(s, worst=False), batching.lengths(s, worst=True)
-    ctx = {"s": s, "lengths": ln, "worst": lw}
-    passes = _actor_passes(s, d, actor, ctx)
+    common = {"s": s, "lengths": ln, "worst": lw}
+    passes = _actor_passes(s, d, actor, common)
     if has_ref:
-        passes[Phase.REF_LOG_PROB] = _ref_pass(s, d, ref or actor, ctx)
+        passes[Phase.REF_LOG_PROB] = _ref_pass(s, d, ref or actor, common)
     if critic is not None:
-        passes.update(_critic_passes(s, d, critic, ver.critic_always_dynamic, ctx))
+        passes.update(_critic_passes(s, d, critic, ver.critic_always_dynamic, common))
     a = s.actor
     critic_epochs = d.get("critic.ppo_epochs") if has_critic else 0
     critic_mini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size)

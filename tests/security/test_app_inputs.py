@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlencode
 
+import plotly.graph_objects as go
 import pytest
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.testing.v1 import AppTest
@@ -195,8 +196,6 @@ def test_non_finite_widget_values_are_dropped_from_the_message() -> None:
 
 
 def test_figure_text_keeps_only_the_builders_tags() -> None:
-    import plotly.graph_objects as go
-
     evil = '<span style="background:url(http://evil.example/x)">m</span><a href="http://evil.example">l</a>'
     fig = go.Figure(go.Bar(x=[evil], y=[1], name=evil), layout=dict(title=dict(text=f"<b>ok</b> {evil}")))
     fig.add_annotation(text=evil)

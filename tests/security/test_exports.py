@@ -123,3 +123,14 @@ def test_terminal_escaping_keeps_printable_text() -> None:
     assert terminal_text("Qwen2.5-7B · 中文 \U0001f600\n\tok") == "Qwen2.5-7B · 中文 \U0001f600\n\tok"
     assert terminal_text("a\x1b[2Jb\rc\x07\u202e") == "a\\x1b[2Jb\\x0dc\\x07\\u202e"
     assert one_line("a\nb\u2028c") == "a\\x0ab\\u2028c"
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXTS, ids=lambda t: repr(t)[:24])
+def test_json_report_reads_back(tmp_path: Path, text: str) -> None:
+    """``estimate --json`` (and the web app's JSON download, the same model_dump) is emitted by json.dumps:
+    whatever the model name holds, it parses and gives the name back."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**small_config(), "_name_or_path": text}))
+    run = cli("estimate", PRESET, "--model", str(config), "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["model"]["name"] == text

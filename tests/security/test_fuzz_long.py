@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import math
 import os
+import typing
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from calculator import estimate, load_scenario
 from calculator.errors import InputError
 from calculator.inputs.presets import scenario_presets
+from calculator.inputs.scenario import Scenario
 from calculator.verl import export_yaml, import_verl_text
 from calculator.verl.keys import KEY_MAPS
 
@@ -133,9 +136,24 @@ def verl_texts(draw: Any) -> str:
     return "".join(parts)
 
 
+def _number_field(path: str) -> bool:
+    """Whether a dotted Scenario field is an int / float one."""
+    model: Any = Scenario
+    for part in path.split("."):
+        info = getattr(model, "model_fields", {}).get(part)
+        if info is None:
+            return False
+        args = typing.get_args(info.annotation) or (info.annotation,)
+        nested = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        model = nested[0] if nested else info.annotation
+    return any(a in (int, float) for a in (typing.get_args(model) or (model,)))
+
+
 @FUZZ
 @given(verl_texts())
 def test_the_importer_reads_or_refuses_any_text(text: str) -> None:
+    """Any text: read or refused with one line; what loads has no boolean where a number belongs
+    (``rollout.n=true`` was read as 1)."""
     try:
         natives, notes = import_verl_text(text)
     except InputError as err:
@@ -143,9 +161,11 @@ def test_the_importer_reads_or_refuses_any_text(text: str) -> None:
         return
     assert isinstance(natives, dict) and all(isinstance(n, str) for n in notes)
     try:
-        _check(estimate(load_scenario(PRESETS[0], verl_overrides=text)))
+        s = load_scenario(PRESETS[0], verl_overrides=text)
     except InputError:
-        pass
+        return
+    assert not [k for k, v in natives.items() if isinstance(v, bool) and _number_field(k)], natives
+    _check(estimate(s))
 
 
 @settings(max_examples=METAMORPHIC_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

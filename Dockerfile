@@ -1,8 +1,11 @@
-# rlplan dashboard as a shared internal service: a slim pinned Python base, dependencies from
-# requirements.txt only, non-root, health-checked. docs/deployment.md has the run, proxy and replica setup.
+# rlplan dashboard as a shared internal service: a slim Python base pinned by digest, every Python package pinned
+# with hashes (requirements.lock), non-root, health-checked on the configured port. docs/deployment.md has the
+# run, proxy and replica setup; docs/security.md what the app refuses and why.
 #   docker build -t rlplan .
-#   docker run -p 8501:8501 -v "$PWD/team-presets:/presets:ro" rlplan
-FROM python:3.11.7-slim-bookworm
+#   docker run -p 127.0.0.1:8501:8501 -v "$PWD/team-presets:/presets:ro" rlplan
+# The base by tag *and* digest (a tag moves when it is rebuilt). The digest was taken from public Dockerfiles that
+# agree on it; refresh tag and digest together with: docker buildx imagetools inspect python:3.11-slim-bookworm
+FROM python:3.11.15-slim-bookworm@sha256:d29f48a31a8b408ed19272ca1e7b10ebae13b240a27e862d3d4217c528e2e0c3
 
 # Server-side PNG export of charts: kaleido drives Debian's chromium (no browser is downloaded at run
 # time), and a CJK font makes Chinese axis labels and legends render in the exported PNGs (the chart
@@ -26,8 +29,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     RLPLAN_PRESETS_DIR=/presets
 
 WORKDIR /app
-COPY requirements.txt .
-RUN pip install --no-cache-dir -r requirements.txt
+# Every package and its exact files: pip refuses anything whose hash is not in the lock (and resolves nothing).
+COPY requirements.lock .
+RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock
 
 # The service user owns only its home (kaleido's and fontconfig's caches); the code stays root-owned.
 RUN groupadd --system --gid 10001 rlplan \
@@ -38,8 +42,10 @@ COPY . .
 USER 10001:10001
 
 EXPOSE 8501
+# The health check follows STREAMLIT_SERVER_PORT and STREAMLIT_SERVER_BASE_URL_PATH, as the server does.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; p = os.environ.get('STREAMLIT_SERVER_BASE_URL_PATH', '').strip('/'); urllib.request.urlopen('http://127.0.0.1:8501/' + (p + '/' if p else '') + '_stcore/health', timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; e = os.environ.get; p = e('STREAMLIT_SERVER_BASE_URL_PATH', '').strip('/'); urllib.request.urlopen('http://127.0.0.1:' + (e('STREAMLIT_SERVER_PORT') or '8501') + '/' + (p + '/' if p else '') + '_stcore/health', timeout=4)"]
 
-# Headless, no usage statistics, XSRF on, 2 MB uploads: .streamlit/config.toml (copied with the code).
-CMD ["streamlit", "run", "app.py"]
+# Headless, no usage statistics, XSRF on, 2 MB uploads, no external-IP lookup: .streamlit/config.toml (copied with
+# the code). ui.serve = streamlit run app.py with the process-wide hardening (ui/hardening.py) in place first.
+CMD ["python", "-m", "ui.serve"]

@@ -28,6 +28,7 @@ from calculator.inputs.presets import (
     scenario_preset,
     scenario_presets,
 )
+from calculator.inputs.readers import dump_yaml
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario, load_scenario_with_warnings
 from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
@@ -45,6 +46,7 @@ from calculator.verl import format_overrides
 from calculator.verl.checks import ConfigProblem, check_config
 
 __all__ = [
+    "dump_yaml",
     "PHASE_ORDER",
     "Comp",
     "Phase",

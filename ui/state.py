@@ -1,14 +1,13 @@
 """Session state of the inputs: initialisation (preset + URL), preset callbacks, scenario building, URL sync.
 
 Session state holds inputs only (widget values, the last good uploaded config.json, messages about
-ignored URL parameters). Results are recomputed from the inputs on every run.
+ignored URL parameters). Results are recomputed from the inputs on every run. The presets are read through
+``ui.catalogue``; every widget value is checked by ``ui.widget_rules`` before it is read (both re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -17,8 +16,6 @@ import streamlit as st
 
 from calculator import (
     ALGORITHM_BY_LABEL,
-    ALGORITHMS,
-    MAX_INPUT_BYTES,
     RECIPE_LABELS,
     InputError,
     Scenario,
@@ -29,39 +26,55 @@ from calculator import (
     model_presets,
     parse_config,
     parse_size,
-    preset_problems,
     read_json_text,
     recipe_overrides,
     scenario_preset,
-    scenario_presets,
 )
 from calculator import model_families as families
 from ui import keys
-from ui.fields import (
-    FieldSpec,
-    all_fields,
-    coerce,
-    decode_value,
-    encode_value,
-    field,
-    scenario_flat,
-    widget_fields,
+from ui.catalogue import (
+    DEFAULT_PRESET,
+    default_preset,
+    preset_file_problems,
+    preset_ids,
+    preset_name,
+    preset_scenario,
 )
+from ui.fields import FieldSpec, all_fields, coerce, decode_value, encode_value, field, scenario_flat, widget_fields
 from ui.i18n import LANGS, tr
-from ui.options import gpu_ids, model_ids
+from ui.widget_rules import (
+    MAX_CONFIG_BYTES,
+    MAX_TEXT_CHARS,
+    MODEL_SOURCES,
+    VIEW_CASES,
+    Rule,
+    sanitize_widgets,
+    widget_rules,
+)
 
-DEFAULT_PRESET = "qwen2.5-7b-grpo-8xh100"
+__all__ = [  # the names pages and tests read from here (defined in ui.catalogue / ui.widget_rules)
+    "DEFAULT_PRESET",
+    "MAX_CONFIG_BYTES",
+    "MAX_TEXT_CHARS",
+    "MODEL_SOURCES",
+    "VIEW_CASES",
+    "Rule",
+    "default_preset",
+    "preset_file_problems",
+    "preset_ids",
+    "preset_name",
+    "preset_scenario",
+    "sanitize_widgets",
+    "widget_rules",
+]
+
 # URL parameters that are not scenario fields.
 UI_PARAMS = ("preset", "lang", "algo", "size", "base")
-MAX_CONFIG_BYTES = MAX_INPUT_BYTES  # an uploaded or pasted config.json (real ones are a few KiB)
 MAX_URL_PARAMS = 200  # a link with more parameters than the scenario has fields is not one we wrote
-MAX_TEXT_CHARS = 200  # one-line text inputs (a model size, a name): they travel in the page's URL
 # A config.json in the share link (the query string the app writes into the address bar), URL-encoded. Proxies
 # and browsers cut URLs near 8 KB and the other parameters take well under 1 KiB; a longer config.json is left
 # out of the link and shared as the file (real ones are ~1 KiB compact; a 1 MB one used to go into the URL).
 MAX_LINK_CONFIG_CHARS = 5 * 1024
-MODEL_SOURCES = ("preset", "size", "config")
-VIEW_CASES = ("expected", "worst")
 
 
 @dataclass
@@ -75,202 +88,12 @@ class Built:
     model_note: str = ""
 
 
-# ----------------------------------------------------------------------------- presets
-
-
-# Presets are read once per server process (calculator.inputs.presets caches the files; these caches are shared by
-# every session). A preset file that cannot be read is left out and reported (preset_file_problems).
-
-
-@st.cache_data(show_spinner=False)
-def preset_ids() -> list[str]:
-    return sorted(scenario_presets(strict=False))
-
-
-@st.cache_data(show_spinner=False)
-def preset_name(preset_id: str) -> str:
-    data = scenario_presets(strict=False).get(preset_id, {})
-    return str(data.get("name") or preset_id)
-
-
-@st.cache_data(show_spinner=False)
-def preset_file_problems() -> list[str]:
-    """One message per preset file that was skipped (it names the file); empty when all loaded."""
-    return preset_problems()
-
-
-@st.cache_data(show_spinner=False)
-def preset_scenario(preset_id: str) -> Scenario:
-    """The validated scenario of a preset (raises InputError for an unknown or broken preset). The id is
-    looked up in the catalogue (``scenario_preset``), never opened as a file: it comes from the client."""
-    return load_scenario(scenario_preset(preset_id))
-
-
-def default_preset() -> str:
-    ids = preset_ids()
-    return DEFAULT_PRESET if DEFAULT_PRESET in ids else (ids[0] if ids else "")
+# ----------------------------------------------------------------------------- presets (ui.catalogue)
 
 
 def lang() -> str:
     value = st.session_state.get(keys.LANG, "en")
     return value if value in LANGS else "en"
-
-
-# ----------------------------------------------------------------------------- widget values are user input
-#
-# A client can send any value for any widget: Streamlit passes a select-box value that is not one of the options
-# through as a string (a path in the preset box), and an integer input may receive NaN (then reading it raises on
-# every later run). So every value is checked here, at the start of every run (app.py) and of every callback
-# (which run before the script), before anything reads it: a choice must be one of the widget's options, a
-# number finite and within the field's bounds, a text no longer than its box. Anything else is reset: to the
-# preset's value for a scenario field, else to the widget's default.
-
-
-@dataclass(frozen=True)
-class Rule:
-    """The values one widget key may hold."""
-
-    options: Callable[[], Sequence[Any]] | None = None  # a choice: one of these (compared by type and value)
-    nullable: bool = False  # None (no selection) is allowed too
-    multi: bool = False  # a list of distinct options (multiselect)
-    max_chars: int | None = None  # a text
-    number: FieldSpec | None = None  # a number of this field's kind and bounds
-    default: Callable[[], Any] | None = None  # what a refused value is replaced by (else the widget's default)
-
-    def accepts(self, value: Any) -> bool:
-        if value is None:
-            return self.nullable or (self.number is not None and self.number.nullable) or self.max_chars is not None
-        if self.number is not None:
-            return _number_ok(self.number, value)
-        if self.max_chars is not None:
-            return isinstance(value, str) and len(value) <= self.max_chars
-        if self.options is None:
-            return True
-        allowed = list(self.options())
-        if self.multi:
-            items = list(value) if isinstance(value, list | tuple) else [None]
-            return len(set(map(repr, items))) == len(items) and all(_one_of(v, allowed) for v in items)
-        return _one_of(value, allowed)
-
-
-def _one_of(value: Any, allowed: Sequence[Any]) -> bool:
-    return any(type(value) is type(o) and value == o for o in allowed)
-
-
-def _number_ok(spec: FieldSpec, value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    if (spec.kind == "int" and not isinstance(value, int)) or not math.isfinite(value):
-        return False
-    return (spec.min_value is None or value >= spec.min_value) and (spec.max_value is None or value <= spec.max_value)
-
-
-def _field_rule(spec: FieldSpec) -> Rule:
-    if spec.path == "hardware.gpu":
-        return Rule(gpu_ids)
-    if spec.path in ("critic.model_path", "reward_model.model_path"):
-        return Rule(model_ids, nullable=True)
-    if spec.kind == "bool":
-        return Rule(lambda: (True, False), nullable=spec.nullable)
-    if spec.kind == "choice":
-        return Rule(lambda: spec.choices, nullable=spec.nullable)
-    if spec.kind in ("int", "float"):
-        return Rule(number=spec)
-    return Rule(max_chars=MAX_TEXT_CHARS)
-
-
-def widget_rules() -> dict[str, Rule]:
-    """Every widget key whose value the app reads, with what it may hold (the one place they are listed)."""
-    rules = {
-        keys.LANG: Rule(lambda: LANGS, default=lambda: "en"),
-        keys.PRESET: Rule(preset_ids, default=default_preset),
-        keys.MODEL_SOURCE: Rule(lambda: MODEL_SOURCES, default=lambda: "preset"),
-        keys.MODEL_PATH: Rule(model_ids, default=lambda: _preset_now().model.path),
-        keys.MODEL_SIZE_FAMILY: Rule(lambda: families(True) + families(False)),
-        keys.MODEL_SIZE: Rule(max_chars=MAX_TEXT_CHARS),
-        keys.ALGO: Rule(lambda: [a.label for a in ALGORITHMS], default=lambda: algorithm_for(_preset_now())),
-        keys.CONFIG_PASTE: Rule(max_chars=MAX_CONFIG_BYTES + 1),
-        keys.VERL_IMPORT_TEXT: Rule(max_chars=MAX_INPUT_BYTES + 1),
-        keys.VIEW_CASE: Rule(lambda: VIEW_CASES, nullable=True),
-        keys.PLAN_GPUS: Rule(gpu_ids, multi=True),
-    }
-    for path in widget_fields():
-        spec = field(path)
-        if spec is not None:
-            rules[keys.field_key(path)] = _field_rule(spec)
-    return rules
-
-
-_UNREADABLE = object()
-
-
-def _read(key: str) -> Any:
-    """The widget's value, None when absent, ``_UNREADABLE`` when Streamlit cannot even deserialize it."""
-    try:
-        return st.session_state[key] if key in st.session_state else None
-    except Exception:  # e.g. int(NaN) in Streamlit's own number-input deserializer
-        return _UNREADABLE
-
-
-def _preset_now() -> Scenario:
-    """The scenario of the selected preset (the default one when the selection is not a preset)."""
-    preset = st.session_state.get(keys.PRESET)
-    return preset_scenario(preset if preset in preset_ids() else default_preset())
-
-
-def _reset(key: str, rule: Rule | None = None) -> None:
-    """Put a widget back to a valid value: the preset's for a scenario field, the rule's default, else the
-    widget's own default."""
-    path = keys.field_of_key(key)
-    spec = field(path) if path else None
-    if spec is not None:
-        try:
-            value = scenario_flat(_preset_now()).get(path)
-        except InputError:
-            value = spec.default
-        st.session_state[key] = coerce(spec, value)
-        return
-    if rule is not None and rule.default is not None:
-        try:
-            st.session_state[key] = rule.default()
-            return
-        except InputError:  # the default preset itself is broken: fall back to the widget's default
-            pass
-    try:
-        del st.session_state[key]
-    except Exception:  # already gone, or a state Streamlit keeps elsewhere: nothing left to reset
-        pass
-
-
-def _unreadable_keys() -> list[str]:
-    """Keys of any widget (on any page) whose value Streamlit cannot deserialize."""
-    try:
-        names = list(st.session_state.keys())
-    except Exception:
-        return []
-    return [k for k in names if _read(k) is _UNREADABLE]
-
-
-def sanitize_widgets() -> list[str]:
-    """Check every widget value against :func:`widget_rules` (and that every value can be read at all); reset
-    the ones that fail. Returns the keys that were reset."""
-    reset: list[str] = []
-    rules = widget_rules()
-    ordered = [keys.PRESET, *(k for k in rules if k != keys.PRESET)]  # fields are reset to the preset's values
-    for key in ordered:
-        value = _read(key)
-        if value is not _UNREADABLE and (value is None or rules[key].accepts(value)):
-            continue
-        limit = rules[key].max_chars
-        if limit is not None and isinstance(value, str):
-            st.session_state[key] = value[:limit]  # a text longer than its box: cut where the browser would
-        else:
-            _reset(key, rules[key])
-        reset.append(key)
-    for key in _unreadable_keys():
-        _reset(key)
-        reset.append(key)
-    return reset
 
 
 # ----------------------------------------------------------------------------- widgets <- scenario

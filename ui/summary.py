@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
-from calculator import PhaseOut, Report, Scenario, format_count
+from calculator import PhaseOut, Report, Scenario, dump_yaml, format_count
 from ui.fields import all_fields, encode_value, scenario_flat
 from ui.figures import component_formula, component_order
 from ui.i18n import tr
@@ -16,7 +14,7 @@ def scenario_yaml(s: Scenario) -> str:
     """The scenario as YAML that ``load_scenario(path)`` / ``--set``-free CLI use reads back unchanged
     (only fields that differ from the model defaults)."""
     data = s.model_dump(mode="json", exclude_defaults=True)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+    return dump_yaml(data, sort_keys=False, width=110)  # every string reads back (U+2028 / U+0085 escaped)
 
 
 def non_default_settings(s: Scenario) -> dict[str, Any]:

@@ -8,6 +8,8 @@
   number of values they expand to (a "billion laughs" document is refused before anything walks it), integers
   bounded in digits.
 * :func:`read_json_text`: the same bounds for JSON (the C decoder; surrogate-pair escapes are valid JSON).
+* :func:`dump_yaml`: the writing side: PyYAML's safe emitter, with strings that hold U+0085, U+2028 or U+2029
+  double-quoted (the plain emitter writes them raw inside single quotes, and they read back as spaces).
 
 Each refusal is an :class:`InputError` with one line naming the input; :class:`RefusedInput` (a subclass)
 marks the ones refused for their shape or content rather than for a syntax error, so that a caller that tries
@@ -212,6 +214,27 @@ def read_yaml_text(text: str, what: str, *, max_bytes: int = MAX_INPUT_BYTES) ->
         raise RefusedInput(f"{what}: nested too deeply") from None
     except ValueError:  # a conversion PyYAML does not guard (kept without Python's own advice text)
         raise InputError(f"{what}: not valid YAML (a value that cannot be converted)") from None
+
+
+class _SafeDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper; a string holding U+0085, U+2028 or U+2029 is written double-quoted, where they
+    become the escapes ``\\N``, ``\\L``, ``\\P``. Then the text breaks lines at ``\\n`` only and reads back
+    unchanged (raw in a single-quoted scalar, YAML folds them into spaces)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = '"' if any(ch in data for ch in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_SafeDumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """``yaml.safe_dump`` (block style, Unicode kept) that every string survives: ``safe_load`` gives ``data``
+    back. ``options`` go to the emitter (``sort_keys``, ``width``...)."""
+    options = {"default_flow_style": False, "allow_unicode": True, **options}
+    return yaml.dump(data, Dumper=_SafeDumper, **options)
 
 
 # ----------------------------------------------------------------------------- JSON

@@ -257,7 +257,9 @@ def _ref_pass(s: Scenario, d: _Decider, ref: TrainerPlan, common: dict[str, Any]
     )
 
 
-def _critic_passes(s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, common: dict[str, Any]) -> dict[Phase, PassPlan]:
+def _critic_passes(
+    s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, common: dict[str, Any]
+) -> dict[Phase, PassPlan]:
     c = s.critic
     n = s.rollout.n
     mini = d.get("critic.ppo_mini_batch_size")

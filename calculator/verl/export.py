@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import yaml
 
+from calculator.inputs.readers import dump_yaml
 from calculator.inputs.scenario import Scenario
 from calculator.resolve.roles import need_critic
 from calculator.verl.defaults import verl_defaults
@@ -262,19 +263,6 @@ def _nest(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return root
 
 
-class _ExportDumper(yaml.SafeDumper):
-    """PyYAML's safe dumper, but a string holding U+0085, U+2028 or U+2029 is written double-quoted, where
-    they become the escapes ``\\N``, ``\\L``, ``\\P``: the emitted text then breaks lines at ``\\n`` only."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    style = '"' if any(ch in data for ch in "\x85\u2028\u2029") else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_ExportDumper.add_representer(str, _represent_str)
-
-
 def _group_comments(body: str, tree: dict[str, Any], group_of: dict[str, str]) -> dict[int, str]:
     """Line number (0-based, in ``body``) -> the ``# group`` comment that goes before it: one per change of
     group, top-level keys and the keys under ``actor_rollout_ref``. The lines are found by composing the
@@ -318,11 +306,7 @@ def export_yaml(scenario: Scenario, base: Scenario | None = None) -> str:
         head.append("# Megatron: also pass model_engine=megatron on the command line (it picks verl's config group).")
     group_of = {k.lstrip("+"): g for g, k, _ in exp.overrides}
     tree = _nest([(k, v) for _, k, v in exp.overrides])
-    body = (
-        yaml.dump(tree, Dumper=_ExportDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
-        if tree
-        else ""
-    )
+    body = dump_yaml(tree, sort_keys=False) if tree else ""  # line-break characters double-quoted
     comments = _group_comments(body, tree, group_of) if tree else {}
     lines: list[str] = list(head)
     for i, line in enumerate(body.rstrip("\n").split("\n") if body else []):

@@ -81,17 +81,20 @@ def test_base_image_is_slim_and_pinned(dockerfile) -> None:
 
 
 def test_dependencies_come_from_requirements_only(dockerfile) -> None:
+    """Issue 12: the image installs requirements.lock (every package pinned with hashes, nothing resolved),
+    generated from requirements.txt (tests/system/test_image.py checks that they agree)."""
     installs = [a for a in args_of(dockerfile, "RUN") if "pip install" in a]
     assert installs, "no pip install"
     for cmd in installs:
         words = cmd.split("pip install", 1)[1].split("&&")[0].split()
-        packages = [w for w in words if not w.startswith("-") and w != "requirements.txt"]
-        assert packages == [] and "-r" in words and "requirements.txt" in words, cmd
+        packages = [w for w in words if not w.startswith("-") and w != "requirements.lock"]
+        assert packages == [] and "-r" in words and "requirements.lock" in words, cmd
+        assert "--require-hashes" in words and "--no-deps" in words, cmd
     # every requirement is pinned, so the image is reproducible
     reqs = [ln.split("#")[0].strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()]
     assert all("==" in r for r in reqs if r), reqs
     copies = args_of(dockerfile, "COPY")
-    assert copies[0].split() == ["requirements.txt", "."], "requirements first: the pip layer stays cached"
+    assert copies[0].split() == ["requirements.lock", "."], "the lock first: the pip layer stays cached"
 
 
 def test_runs_as_a_non_root_user(dockerfile) -> None:
@@ -108,7 +111,7 @@ def test_port_healthcheck_and_command(dockerfile) -> None:
     (health,) = args_of(dockerfile, "HEALTHCHECK")
     assert "_stcore/health" in health and "STREAMLIT_SERVER_BASE_URL_PATH" in health
     (cmd,) = args_of(dockerfile, "CMD")
-    assert json.loads(cmd) == ["streamlit", "run", "app.py"]
+    assert json.loads(cmd) == ["python", "-m", "ui.serve"]  # streamlit run app.py, hardened first (issue 12)
 
 
 def test_environment_variables(dockerfile) -> None:

@@ -309,7 +309,7 @@ def test_clear_cache_message_keeps_the_shared_caches(server: Server) -> None:
             assert_clean(await s.run())
             assert_clean(await s.run())  # everything the page needs is cached now
             before = _cache_misses(server.url)
-            assert before.get("ui.state.preset_scenario", 0) >= 1, before
+            assert before.get("ui.catalogue.preset_scenario", 0) >= 1, before
             await s.clear_cache()
             assert_clean(await s.run())  # the sender's session starts afresh (its own state was cleared)
             assert _cache_misses(server.url) == before

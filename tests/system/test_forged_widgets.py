@@ -350,7 +350,7 @@ def test_png_export_sends_no_request(server: Server) -> None:
     production one that does not exist). The listener hears no request of the figure's; what it hears is only
     chromium's own start-up noise, which the production proxy swallows."""
     if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("/usr/bin/chromium is missing: apt-get install -y chromium")
+        pytest.fail("/usr/bin/chromium is missing: apt-get install -y chromium")
     qs = urlencode({"model.config": json.dumps(_payload_config(server.listener.port))})
 
     async def go() -> list[bytes]:

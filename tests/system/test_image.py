@@ -205,7 +205,7 @@ def standin_base(workdir: Path) -> str:
     if buildah("images", "-q", STANDIN, check=False).stdout.strip():
         return STANDIN
     if shutil.which("debootstrap") is None:
-        pytest.skip("the base image's registry is unreachable and debootstrap is missing: apt-get install debootstrap")
+        pytest.fail("the base image's registry is unreachable and debootstrap is missing: apt-get install debootstrap")
     rootfs = workdir / "rootfs"
     subprocess.run(
         ["debootstrap", "--variant=minbase", "--include=python3,python3-pip,ca-certificates", "bookworm",
@@ -255,7 +255,7 @@ def running(image: str, port: int) -> Iterator[str]:
 @pytest.mark.slow
 def test_image_builds_and_serves(tmp_path: Path) -> None:
     if shutil.which("buildah") is None:
-        pytest.skip("buildah is missing: apt-get install -y buildah (builds the Dockerfile without a daemon)")
+        pytest.fail("buildah is missing: apt-get install -y buildah (builds the Dockerfile without a daemon)")
     base = [] if _registry_reachable() else ["--from", standin_base(tmp_path)]
     build = subprocess.run(
         ["buildah", *STORAGE, "bud", "--isolation", "chroot", "--format", "docker", *base, "-t", IMAGE, str(ROOT)],

@@ -127,15 +127,8 @@ class Resolved:
     decisions: tuple[Decision, ...]
 
     @property
-    def s(self) -> Scenario:
-        return self.scenario
-
-    @property
     def has_separate_ref(self) -> bool:
         return self.ref is not None
-
-    def lengths_for(self, worst: bool) -> Lengths:
-        return self.worst_lengths if worst else self.lengths
 
     @property
     def trained_seq_len(self) -> int:

@@ -26,6 +26,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from calculator.inputs.presets import MAX_INPUT_BYTES, PRESETS_DIR
+from tests.support.dockerfile import instructions
 from tests.support.paths import ROOT
 from tests.support.presets_env import presets_dir
 from tests.support.server import streamlit_server
@@ -38,25 +39,6 @@ CONFIG = ROOT / ".streamlit" / "config.toml"
 
 
 # ----------------------------------------------------------------------------- Dockerfile
-
-
-def instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) per Dockerfile instruction: continuation lines joined, comments dropped
-    (Docker drops comment lines inside a continued instruction too)."""
-    out: list[tuple[str, str]] = []
-    current = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1].strip() + " "
-            continue
-        current += line
-        word, _, rest = current.partition(" ")
-        out.append((word.upper(), rest.strip()))
-        current = ""
-    return out
 
 
 @pytest.fixture(scope="module")

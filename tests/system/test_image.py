@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.dockerfile import instructions as dockerfile_instructions
 from tests.system.stclient import Session
 
 pytestmark = [pytest.mark.system, pytest.mark.deploy]
@@ -43,20 +44,7 @@ BUILD_TIMEOUT_S = 1500  # the whole image (chromium, the locked packages) downlo
 
 
 def instructions() -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    current = ""
-    for raw in DOCKERFILE.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1].strip() + " "
-            continue
-        current += line
-        word, _, rest = current.partition(" ")
-        out.append((word.upper(), rest.strip()))
-        current = ""
-    return out
+    return dockerfile_instructions(DOCKERFILE.read_text())
 
 
 def args_of(name: str) -> list[str]:

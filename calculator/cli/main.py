@@ -1,4 +1,5 @@
-"""Command line (DESIGN.md 6.1): ``estimate`` and ``presets``; exit 2 with one line per input problem."""
+"""Command line (DESIGN.md 6.1, 6.5): ``estimate``, ``presets`` and the subcommands registered from their modules
+(export, plan/advise, calibrate/explain-oom); exit 2 with one line per input problem."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from calculator.calibration.profile import load_profile, profile_overrides
+from calculator.cli.calibrate import add_calibrate_parsers, calibrate_main, explain_main
 from calculator.cli.export import export_main
 from calculator.cli.plan import add_plan_parsers, plan_main
 from calculator.cli.terminal import err, one_line, out
@@ -37,6 +40,7 @@ def _add_scenario_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verl", action="append", default=[], metavar="FILE", help="launch script with verl overrides")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="native dotted field")
     p.add_argument("--json", action="store_true", help="print the JSON report")
+    p.add_argument("--calibration", metavar="FILE|ID", help="apply a calibration profile (see calibrate --save)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "only; yaml: a nested verl config fragment",
     )
     add_plan_parsers(sub, _add_scenario_options)
+    add_calibrate_parsers(sub, _add_scenario_options)
     pp = sub.add_parser("presets", help="list model, GPU or scenario presets")
     pp.add_argument("kind", nargs="?", choices=["models", "gpus", "scenarios"], default="models")
     pp.add_argument("--json", action="store_true")
@@ -110,6 +115,12 @@ def _set_items(items: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
     overrides, notes = _model_overrides(args.model) if args.model else ({}, [])
+    if getattr(args, "calibration", None):  # fitted values first: --gpu, --set... given with it still win
+        profile = load_profile(args.calibration)
+        overrides = {**profile_overrides(profile), **overrides}
+        notes.append(
+            f"calibration profile {profile.id} applied: " + ", ".join(f"{k}={v:g}" for k, v in profile.fitted.items())
+        )
     if args.gpu:
         overrides["hardware.gpu"] = args.gpu
     if args.num_gpus is not None:
@@ -212,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
             return export_main(args, scenario_from_args)
         if args.command in ("plan", "advise"):
             return plan_main(args, scenario_from_args)
+        if args.command == "calibrate":
+            return calibrate_main(args, scenario_from_args)
+        if args.command == "explain-oom":
+            return explain_main(args, scenario_from_args)
         scenario, notes = scenario_from_args(args)
         report = estimate(scenario, extra_warnings=notes)
         if args.json:

@@ -71,3 +71,26 @@ MAX_INTERPOLATED_BYTES = MAX_INPUT_BYTES
 class LimitExceeded(Exception):
     """Raised inside a parser when one of the bounds above is reached; the entry point turns it into an
     :class:`~calculator.errors.InputError` naming the input."""
+
+
+# --------------------------------------------------------------------------- verl run logs (calibration)
+
+MAX_LOG_BYTES = 32 * 2**20
+"""One verl run log (console output, metrics JSONL, wandb CSV). A console line of one step holds ~150 metrics
+(~8 KiB); 32 MiB is ~4,000 steps of that, far more than a calibration needs (the first few dozen steps)."""
+
+MAX_LOG_LINES = 400_000
+"""Lines of one log that are looked at; the rest are ignored and said to be (Ray and vLLM print many
+non-metric lines between two steps)."""
+
+MAX_LOG_LINE_CHARS = 256 * 2**10
+"""Characters of one log line that is parsed; a longer line (a dumped tensor, a base64 blob) is skipped."""
+
+MAX_LOG_STEPS = 20_000
+"""Distinct training steps kept from one log."""
+
+MAX_LOG_PARSE_S = 10.0
+"""Wall-clock seconds one log may take to parse; parsing stops there and keeps the steps read so far."""
+
+MAX_TRACEBACK_BYTES = 4 * 2**20
+"""One pasted or uploaded traceback for ``explain-oom`` (a Ray error with every worker's copy is ~100 KiB)."""

@@ -98,6 +98,11 @@ def _extra_dir() -> Path | None:
     return Path(extra) if extra else None
 
 
+def extra_presets_dir() -> Path | None:
+    """The team's preset directory (``$RLPLAN_PRESETS_DIR``), or None when unset."""
+    return _extra_dir()
+
+
 def _preset_dirs(kind: str) -> list[Path]:
     dirs = [PRESETS_DIR / kind]
     extra = _extra_dir()

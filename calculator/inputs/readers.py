@@ -374,3 +374,35 @@ def read_mapping_file(
     if not isinstance(data, dict):
         raise InputError(f"{what}: must be a mapping of fields, got {type(data).__name__}")
     return data
+
+
+# ----------------------------------------------------------------------------- writing
+
+_SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def write_new_text_file(directory: str | Path, name: str, text: str, what: str = "file") -> Path:
+    """Create ``directory/name`` holding ``text`` (UTF-8) and return its path. ``name`` is a plain file name
+    (letters, digits, ``.``, ``_``, ``-``; no path separator, not starting with ``.``), the file must not exist
+    (``O_EXCL``: an existing file or a planted symbolic link is never overwritten or followed), the directory is
+    created if missing, and the text is at most ``MAX_INPUT_BYTES``."""
+    if not name or name.startswith(".") or len(name) > 200 or not set(name) <= _SAFE_NAME_CHARS:
+        raise InputError(f"{what}: {name!r} is not a plain file name")
+    data = text.encode("utf-8")
+    if len(data) > MAX_INPUT_BYTES:
+        raise RefusedInput(f"{what}: larger than {size_text(MAX_INPUT_BYTES)}")
+    d = Path(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        raise InputError(f"{what}: {name} already exists") from None
+    except OSError as exc:
+        raise InputError(f"{what}: cannot write ({exc.__class__.__name__})") from None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return d / name

@@ -1,0 +1,142 @@
+"""What a run measured: robust per-phase times, lengths and memory over the steps after the warm-up.
+
+verl's timers (``marked_timer`` in ``verl/trainer/ppo/ray_trainer.py``, 0.9.1) map to the report's phases
+(DESIGN.md 4.7, 6.5): ``gen`` -> ``rollout``, ``reward`` -> ``reward``, ``old_log_prob`` -> ``old_log_prob``,
+``ref`` (``str(Role.RefPolicy)``) -> ``ref_log_prob``, ``values`` -> ``critic_values``, ``update_critic`` ->
+``update_critic``, ``update_actor`` -> ``update_actor``, ``update_weights`` -> ``weight_sync``. ``adv``,
+``testing``, ``save_checkpoint`` and the profiler timers are not phases of the model; they are reported and taken
+out of the measured step (``timing_s/step`` minus ``testing`` and ``save_checkpoint``).
+
+Statistics: the median and the median absolute deviation (MAD) over the kept steps, so that one slow step (a
+checkpoint, a straggler node) does not move the figure; the relative standard error of the median is taken as
+``1.4826 x MAD / median / sqrt(n)`` (the normal-consistent MAD). The first ``warmup`` steps are dropped: the first
+step compiles kernels, captures CUDA graphs, creates the optimizer state and grows the allocator's pool.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from calculator.calibration.logs import RunLog
+from calculator.errors import InputError
+
+PHASE_OF_TIMER: dict[str, str] = {
+    "gen": "rollout",
+    "reward": "reward",
+    "old_log_prob": "old_log_prob",
+    "ref": "ref_log_prob",
+    "values": "critic_values",
+    "update_critic": "update_critic",
+    "update_actor": "update_actor",
+    "update_weights": "weight_sync",
+}
+OUTSIDE_STEP_TIMERS = ("testing", "save_checkpoint", "start_profile", "stop_profile", "dump_rollout_generations")
+MAD_TO_SIGMA = 1.4826  # normal-consistent MAD (Rousseeuw & Croux 1993)
+DEFAULT_WARMUP_STEPS = 1
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Median and MAD of one metric over the kept steps."""
+
+    median: float
+    mad: float
+    num_steps: int
+
+    @property
+    def rel_sem(self) -> float:
+        """Relative standard error of the median (0 when the median is 0)."""
+        if self.median == 0 or self.num_steps == 0:
+            return 0.0
+        return MAD_TO_SIGMA * self.mad / abs(self.median) / math.sqrt(self.num_steps)
+
+
+def robust(values: list[float]) -> Stat | None:
+    if not values:
+        return None
+    med = statistics.median(values)
+    mad = statistics.median([abs(v - med) for v in values])
+    return Stat(med, mad, len(values))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A run's measured figures (seconds, tokens, GiB), from the steps kept after the warm-up."""
+
+    steps_used: tuple[int, ...]
+    warmup_steps: tuple[int, ...]
+    phases_s: dict[str, Stat]
+    other_s: dict[str, Stat]
+    step_s: Stat | None
+    mean_prompt_length: Stat | None
+    mean_response_length: Stat | None
+    max_response_length: Stat | None
+    allocated_gib: Stat | None
+    reserved_gib: Stat | None
+    host_used_gib: Stat | None
+    throughput_tokens_per_s_per_gpu: Stat | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _timed_steps(log: RunLog) -> list[int]:
+    return [s for s in log.step_numbers if any(k.startswith("timing_s/") for k in log.steps[s])]
+
+
+def _collect(log: RunLog, steps: list[int], key: str) -> Stat | None:
+    return robust([log.steps[s][key] for s in steps if key in log.steps[s]])
+
+
+def _step_time(log: RunLog, steps: list[int]) -> Stat | None:
+    values = []
+    for s in steps:
+        m = log.steps[s]
+        if "timing_s/step" in m:
+            values.append(m["timing_s/step"] - sum(m.get(f"timing_s/{t}", 0.0) for t in OUTSIDE_STEP_TIMERS))
+    return robust(values)
+
+
+def _split_warmup(timed: list[int], warmup: int | None) -> tuple[list[int], list[int], list[str]]:
+    notes: list[str] = []
+    if warmup is None:
+        warmup = DEFAULT_WARMUP_STEPS if len(timed) > DEFAULT_WARMUP_STEPS + 1 else 0
+        if warmup == 0:
+            notes.append(f"only {len(timed)} timed step(s): the warm-up step was kept (its time includes compilation)")
+    if warmup < 0:
+        raise InputError(f"--warmup-steps: must be >= 0, got {warmup}")
+    if warmup >= len(timed):
+        raise InputError(f"--warmup-steps {warmup}: the log has only {len(timed)} timed step(s); nothing would be left")
+    return timed[:warmup], timed[warmup:], notes
+
+
+def summarize(log: RunLog, warmup: int | None = None) -> Measured:
+    """Robust statistics of a parsed log after dropping ``warmup`` steps (default: 1 when at least 3 are timed)."""
+    timed = _timed_steps(log)
+    if not timed:
+        raise InputError("log: no step has timing_s/* metrics (verl logs them for every training step)")
+    dropped, kept, notes = _split_warmup(timed, warmup)
+    phases = {p: st for t, p in PHASE_OF_TIMER.items() if (st := _collect(log, kept, f"timing_s/{t}")) is not None}
+    known = set(PHASE_OF_TIMER) | {"step"}
+    others = {
+        k.removeprefix("timing_s/")
+        for s in kept
+        for k in log.steps[s]
+        if k.startswith("timing_s/") and k.removeprefix("timing_s/") not in known
+    }
+    other_s = {t: st for t in sorted(others) if (st := _collect(log, kept, f"timing_s/{t}")) is not None}
+    return Measured(
+        steps_used=tuple(kept),
+        warmup_steps=tuple(dropped),
+        phases_s=phases,
+        other_s=other_s,
+        step_s=_step_time(log, kept),
+        mean_prompt_length=_collect(log, kept, "prompt_length/mean"),
+        mean_response_length=_collect(log, kept, "response_length/mean"),
+        max_response_length=_collect(log, kept, "response_length/max"),
+        allocated_gib=_collect(log, kept, "perf/max_memory_allocated_gb"),
+        reserved_gib=_collect(log, kept, "perf/max_memory_reserved_gb"),
+        host_used_gib=_collect(log, kept, "perf/cpu_memory_used_gb"),
+        throughput_tokens_per_s_per_gpu=_collect(log, kept, "perf/throughput"),
+        notes=tuple(list(log.notes) + notes),
+    )

@@ -165,8 +165,8 @@ def team_profiles() -> tuple[dict[str, CalibrationProfile], list[str]]:
         what = f"${EXTRA_PRESETS_ENV}/{CALIBRATIONS_DIR}/{f.name}"
         try:
             p = parse_profile(read_mapping_file(f, what, within=[d]), what)
-        except InputError as err:
-            problems.extend(err.problems)
+        except InputError as err:  # one line per file, naming it
+            problems.append(f"{what}: " + "; ".join(q.removeprefix(f"{what}: ") for q in err.problems))
             continue
         out[p.id] = p
     return out, problems

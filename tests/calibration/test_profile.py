@@ -1,0 +1,80 @@
+"""Calibration profiles: validated like presets, saved and read back, applied as overrides, team directory."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from calculator import load_scenario
+from calculator.calibration.compare import calibrate
+from calculator.calibration.logs import parse_log
+from calculator.calibration.measured import summarize
+from calculator.calibration.profile import (
+    load_profile,
+    make_profile,
+    profile_from_text,
+    profile_overrides,
+    profile_yaml,
+    team_profiles,
+)
+from calculator.errors import InputError
+from calculator.inputs.readers import write_new_text_file
+from tests.calibration.test_compare import synthetic_log
+
+
+@pytest.fixture(scope="module")
+def profile_text() -> str:
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    c = calibrate(s, summarize(parse_log(synthetic_log())))
+    return profile_yaml(make_profile(s, c, log_name="/tmp/run.log", today=dt.date(2026, 11, 24)))
+
+
+def test_round_trip_and_overrides(profile_text: str) -> None:
+    p = profile_from_text(profile_text)
+    assert p.id.startswith("qwen2-5-7b-h100-80gbx8-2026-11-24-")
+    assert p.source.log == "run.log" and p.source.num_gpus == 8
+    s = load_scenario("qwen2.5-7b-grpo-8xh100", profile_overrides(p))
+    assert s.efficiency.train_mfu == pytest.approx(p.fitted["efficiency.train_mfu"])
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"efficiency.train_mfu": 2.0}, "outside"),
+        ({"hardware.num_gpus": 4}, "not a calibrated field"),
+    ],
+)
+def test_bad_fitted_values_are_refused(profile_text: str, patch: dict[str, float], message: str) -> None:
+    import yaml
+
+    data = yaml.safe_load(profile_text)
+    data["fitted"].update(patch)
+    with pytest.raises(InputError, match=message):
+        profile_from_text(yaml.safe_dump(data))
+
+
+def test_team_directory_lookup_by_id(profile_text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
+    p = profile_from_text(profile_text)
+    write_new_text_file(tmp_path / "calibrations", f"{p.id}.yaml", profile_text, "profile")
+    (tmp_path / "calibrations" / "broken.yaml").write_text("kind: other\n")
+    profiles, problems = team_profiles()
+    assert list(profiles) == [p.id] and len(problems) == 1
+    assert load_profile(p.id) == p
+    with pytest.raises(InputError, match="no such file nor team profile"):
+        load_profile("nope")
+
+
+@pytest.mark.parametrize("name", ["../x.yaml", ".hidden", "a/b.yaml", ""])
+def test_writer_refuses_paths(tmp_path: Path, name: str) -> None:
+    with pytest.raises(InputError, match="plain file name"):
+        write_new_text_file(tmp_path, name, "x")
+
+
+def test_writer_never_overwrites(tmp_path: Path) -> None:
+    write_new_text_file(tmp_path, "a.yaml", "1")
+    with pytest.raises(InputError, match="already exists"):
+        write_new_text_file(tmp_path, "a.yaml", "2")
+    assert (tmp_path / "a.yaml").read_text() == "1"

@@ -140,3 +140,33 @@ def summarize(log: RunLog, warmup: int | None = None) -> Measured:
         throughput_tokens_per_s_per_gpu=_collect(log, kept, "perf/throughput"),
         notes=tuple(list(log.notes) + notes),
     )
+
+
+def measured_from_table(
+    phases_s: dict[str, float],
+    *,
+    step_s: float | None = None,
+    mean_prompt_length: float | None = None,
+    mean_response_length: float | None = None,
+) -> Measured:
+    """A :class:`Measured` from published per-phase times (a table in a paper or a README: one value per phase,
+    no spread), e.g. to calibrate on a reported run. Phase names are the report's (``rollout``, ``update_actor``...)."""
+
+    def one(v: float | None) -> Stat | None:
+        return None if v is None else Stat(float(v), 0.0, 1)
+
+    return Measured(
+        steps_used=(),
+        warmup_steps=(),
+        phases_s={p: Stat(float(v), 0.0, 1) for p, v in phases_s.items()},
+        other_s={},
+        step_s=one(step_s),
+        mean_prompt_length=one(mean_prompt_length),
+        mean_response_length=one(mean_response_length),
+        max_response_length=None,
+        allocated_gib=None,
+        reserved_gib=None,
+        host_used_gib=None,
+        throughput_tokens_per_s_per_gpu=None,
+        notes=("from a published table: one value per phase, no step-to-step spread",),
+    )

@@ -33,6 +33,7 @@ pages = [
     st.Page("ui/pages/tradeoffs.py", title=tr(L, "page.tradeoffs"), icon=":material/balance:", url_path="tradeoffs"),
     st.Page("ui/pages/planner.py", title=tr(L, "page.planner"), icon=":material/dns:", url_path="planner"),
     st.Page("ui/pages/verl_io.py", title=tr(L, "page.verl"), icon=":material/terminal:", url_path="verl"),
+    st.Page("ui/pages/calibrate.py", title=tr(L, "page.calibrate"), icon=":material/tune:", url_path="calibrate"),
 ]
 page = st.navigation(pages, position="top")
 

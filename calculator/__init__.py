@@ -8,6 +8,19 @@ it never imports them. The names below are the public API: the app imports only 
     report = estimate(load_scenario("qwen2.5-7b-grpo-8xh100"))
 """
 
+from calculator.calibration.compare import Calibration, calibrate
+from calculator.calibration.explain import OomExplanation, explain_oom
+from calculator.calibration.logs import RunLog, parse_log
+from calculator.calibration.measured import Measured, measured_from_table, summarize
+from calculator.calibration.profile import (
+    CalibrationProfile,
+    make_profile,
+    profile_from_text,
+    profile_overrides,
+    profile_yaml,
+    save_team_profile,
+    team_profiles,
+)
 from calculator.errors import InputError
 from calculator.inputs.algorithms import (
     ALGORITHM_BY_LABEL,
@@ -18,6 +31,7 @@ from calculator.inputs.algorithms import (
     algorithm_label,
     recipe_overrides,
 )
+from calculator.inputs.limits import MAX_LOG_BYTES, MAX_TRACEBACK_BYTES
 from calculator.inputs.presets import (
     MAX_INPUT_BYTES,
     gpu_presets,
@@ -97,6 +111,25 @@ __all__ = [
     "plan",
     "technique_table",
     "tradeoff_sweep",
+    # calibration from real runs (issue 16)
+    "MAX_LOG_BYTES",
+    "MAX_TRACEBACK_BYTES",
+    "Calibration",
+    "CalibrationProfile",
+    "Measured",
+    "OomExplanation",
+    "RunLog",
+    "calibrate",
+    "explain_oom",
+    "make_profile",
+    "measured_from_table",
+    "parse_log",
+    "profile_from_text",
+    "profile_overrides",
+    "profile_yaml",
+    "save_team_profile",
+    "summarize",
+    "team_profiles",
     # verl
     "ConfigProblem",
     "check_config",

@@ -20,6 +20,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "page.tradeoffs": "Trade-offs",
         "page.planner": "Planner",
         "page.verl": "verl",
+        "page.calibrate": "Calibrate",
         # inputs
         "input.preset": "Scenario preset",
         "input.preset_help": "Loads every setting from a scenario preset (presets/scenarios/); change any field below afterwards.",
@@ -328,6 +329,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "page.tradeoffs": "权衡",
         "page.planner": "硬件规划",
         "page.verl": "verl",
+        "page.calibrate": "校准",
         "input.preset": "场景预设",
         "input.preset_help": "从场景预设（presets/scenarios/）载入全部设置；之后可以修改下面任意字段。",
         "input.auto": "自动",

@@ -25,7 +25,7 @@ from calculator.calibration.fit import FIT_PARAMS
 from calculator.errors import InputError, from_validation_error
 from calculator.inputs.limits import MAX_PRESET_FILES
 from calculator.inputs.presets import EXTRA_PRESETS_ENV, extra_presets_dir
-from calculator.inputs.readers import dump_yaml, read_mapping_file, read_yaml_text
+from calculator.inputs.readers import dump_yaml, read_mapping_file, read_yaml_text, write_new_text_file
 from calculator.inputs.scenario import Scenario
 
 PROFILE_KIND = "rlplan-calibration"
@@ -182,3 +182,13 @@ def load_profile(ref: str) -> CalibrationProfile:
         known = ", ".join(sorted(profiles)) or f"none in ${EXTRA_PRESETS_ENV}/{CALIBRATIONS_DIR}"
         raise InputError(f"{what}: no such file nor team profile id (team profiles: {known})")
     return parse_profile(read_mapping_file(ref, what), what)
+
+
+def save_team_profile(profile: CalibrationProfile) -> Path:
+    """Write ``profile`` into the team directory as ``<id>.yaml`` (the name is generated from the profile, never
+    taken from a user; an existing file is never overwritten). Raises :class:`InputError` when
+    ``$RLPLAN_PRESETS_DIR`` is not set."""
+    d = team_dir()
+    if d is None:
+        raise InputError(f"saving a team profile needs ${EXTRA_PRESETS_ENV} (the team's preset directory)")
+    return write_new_text_file(d, f"{profile.id}.yaml", profile_yaml(profile), "calibration profile")

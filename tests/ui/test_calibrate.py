@@ -1,0 +1,69 @@
+"""AppTest of the Calibrate page: a pasted log gives the phase bars and fitted values, the profile applies to
+the inputs and saves into the team directory under a generated name, and the OOM panel explains a real message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.calibration.test_compare import synthetic_log
+from tests.support.paths import ROOT
+from ui import keys
+
+APP = str(ROOT / "app.py")
+PAGE = "ui/pages/calibrate.py"
+FIXTURES = ROOT / "tests" / "calibration" / "fixtures"
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    return at
+
+
+def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
+    at = open_page()
+    at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("plotly_chart"), "no phase chart"
+    fitted = at.dataframe[1].value
+    assert "efficiency.train_mfu" in fitted.index
+    assert fitted.loc["efficiency.train_mfu", "value"] == pytest.approx(0.25, rel=0.04)
+    at.button(key=keys.CAL_SAVE).click().run()
+    assert not at.exception
+    saved = list((tmp_path / "calibrations").glob("*.yaml"))
+    assert len(saved) == 1 and saved[0].name.startswith("qwen2-5-7b-h100-80gbx8-")
+    at.button(key=keys.CAL_APPLY).click().run()
+    assert not at.exception
+    assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
+    # the saved profile is offered by the team selector
+    assert at.selectbox(key=keys.CAL_PROFILE).options == [saved[0].stem]
+
+
+def test_bad_log_is_a_message_not_a_traceback() -> None:
+    at = open_page()
+    at.text_area(key=keys.CAL_LOG_TEXT).input("nothing to see here").run()
+    assert not at.exception
+    assert any("no step metrics found" in e.value for e in at.error)
+
+
+def test_oom_panel_explains_a_real_message() -> None:
+    at = open_page()
+    at.text_area(key=keys.CAL_OOM_TEXT).input((FIXTURES / "torch_old_log_prob_entropy.txt").read_text()).run()
+    assert not at.exception
+    assert any(m.value == "old_log_prob" for m in at.metric)
+    assert any(m.value == "13.91 GiB" for m in at.metric)
+
+
+def test_page_runs_in_chinese() -> None:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("校准" in m.value for m in at.markdown)

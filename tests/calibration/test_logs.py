@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calculator.calibration.logs import _number, parse_log
 from calculator.errors import InputError
@@ -82,3 +84,27 @@ def test_line_and_length_bounds_leave_a_note(monkeypatch: pytest.MonkeyPatch) ->
     assert any("longer than 60" in n for n in log.notes)
     assert any("first 3 lines" in n for n in log.notes)
     assert limits.MAX_LOG_LINES >= 100_000  # the real bound is far above a real log's size
+
+
+@given(st.text(max_size=2000))
+@settings(max_examples=200)
+def test_any_text_parses_or_is_refused_with_a_message(text: str) -> None:
+    try:
+        log = parse_log(text)
+    except InputError as err:
+        assert err.problems
+    else:
+        assert all(isinstance(v, float) for m in log.steps.values() for v in m.values())
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["timing_s/gen", "timing_s/ref", "response_length/mean"]),
+        st.floats(allow_nan=False, allow_infinity=False, width=32),
+        min_size=1,
+    )
+)
+def test_console_round_trip(metrics: dict[str, float]) -> None:
+    # what concat_dict_to_str prints (pprint.pformat of a float is repr) reads back exactly
+    line = " - ".join(["step:7"] + [f"{k}:{v!r}" for k, v in metrics.items()])
+    assert parse_log(line).steps[7] == {k: float(v) for k, v in metrics.items()}

@@ -54,6 +54,8 @@ def test_explain_oom_json(capsys: pytest.CaptureFixture[str]) -> None:
         (["explain-oom", "qwen2.5-7b-grpo-8xh100", "--traceback", "/dev/zero"], "not a regular file"),
         (["estimate", "qwen2.5-7b-grpo-8xh100", "--calibration", "no-such-profile"], "no such file nor team profile"),
         (["calibrate", "qwen2.5-7b-grpo-8xh100"], "--log"),
+        (["calibrate", "qwen2.5-7b-grpo-8xh100", "--log", "/dev/urandom"], "not a regular file"),
+        (["estimate", "qwen2.5-7b-grpo-8xh100", "--calibration", "/dev/zero"], "not a regular file"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,10 @@ of the median (``measured.Stat.rel_sem``) combined with ``MODEL_SIGMA``, the par
 reproduce step to step. The uncertainty of each fitted value is the posterior standard deviation
 ``sqrt(((J^T W J + I / SIGMA_PRIOR^2)^-1)_kk)`` in log space, reported as an absolute +-.
 
+Each field is fitted on the phases :class:`FitParam` declares it drives (its Jacobian entries elsewhere are set to
+0; the prediction itself keeps every effect); a measured phase no field declares (``weight_sync``: its timer also holds
+the rollout engine's wake-up) is compared but not fitted.
+
 Identifiability: a field is fitted only if the log can see it and tell it apart from the others.
 * It must move a measured phase: ``max_p |J_pk| >= MIN_SENSITIVITY`` (a 10 % change moves some phase by at least
   ~0.3 %), else it is refused ("the log cannot see it").
@@ -25,7 +29,11 @@ Identifiability: a field is fitted only if the log can see it and tell it apart 
   below ``MAX_POSTERIOR_SHARE`` of the prior's (the log shrinks its uncertainty at least 2x); the weakest field is
   dropped and the test repeated (e.g. ``prefill_mfu`` when the prefill is a small share of ``timing_s/gen``).
 
-New efficiency fields are fitted by adding a :class:`FitParam` line to ``FIT_PARAMS``.
+New efficiency fields are fitted by adding a :class:`FitParam` line to ``FIT_PARAMS``. Not listed on purpose:
+``nvlink_efficiency`` / ``network_efficiency``: the phase that shows them most, ``timing_s/update_weights``
+(``checkpoint_manager.update_weights`` in verl 0.9.1's ``ray_trainer.py``), also holds the rollout's wake-up and
+resume, which the model has no term for, so a fit would push the bandwidths to their bound and distort the FSDP
+terms of every other phase; a weight-sync fixed-overhead field, once the time model has one, is the thing to fit.
 What it leaves out: cross-step variation of the lengths (the prediction uses the logged means), phases the model
 does not have (``adv``, rule-based ``reward``), and correlations between phases beyond the shared fields.
 """
@@ -67,14 +75,7 @@ FIT_PARAMS: tuple[FitParam, ...] = (
     ),
     FitParam("efficiency.decode_hbm_efficiency", ("rollout",), 0.05, 1.0, "HBM bandwidth share of the decode steps"),
     FitParam("efficiency.prefill_mfu", ("rollout",), 0.03, 0.9, "GEMM rate of the rollout's prefill"),
-    FitParam(
-        "efficiency.nvlink_efficiency",
-        ("weight_sync", "update_actor", "old_log_prob"),
-        0.05,
-        1.0,
-        "NCCL bus bandwidth inside a node (FSDP gathers, weight sync)",
-    ),
-    FitParam("efficiency.pcie_efficiency", ("weight_sync", "ref_log_prob"), 0.05, 1.0, "host<->device copy bandwidth"),
+    FitParam("efficiency.pcie_efficiency", ("ref_log_prob", "update_actor"), 0.05, 1.0, "host<->device copy bandwidth"),
     FitParam(
         "efficiency.train_host_us_per_layer_pass",
         ("update_actor", "old_log_prob", "ref_log_prob"),
@@ -123,6 +124,19 @@ def jacobian(
         moved = _log_predictions(predict, {**theta, f: theta[f] * step}, phases)
         cols.append([(m - b) / math.log(step) for m, b in zip(moved, base, strict=True)])
     return [[cols[k][p] for k in range(len(fields))] for p in range(len(phases))]
+
+
+def masked(
+    jac: list[list[float]], fields: list[str], phases: list[str], params: tuple[FitParam, ...]
+) -> list[list[float]]:
+    """``J`` with each field's entries kept only for the phases it is declared to drive: a field is fitted on those
+    phases alone (e.g. ``decode_hbm_efficiency`` also sets the vLLM weight-load term of ``weight_sync``, but
+    ``timing_s/update_weights`` holds the engine's wake-up, which the model lacks, so it must not pull the fit)."""
+    declared = {fp.field: set(fp.phases) for fp in params}
+    return [
+        [v if phases[i] in declared.get(f, set()) else 0.0 for v, f in zip(row, fields, strict=True)]
+        for i, row in enumerate(jac)
+    ]
 
 
 def _cosine(a: list[float], b: list[float], w: list[float]) -> float:
@@ -226,13 +240,14 @@ def fit(
 ) -> FitResult:
     """Fit ``params`` (starting at and pulled toward ``theta0``) to ``measured_s`` (phase -> seconds)."""
     before = predict(theta0)
-    phases = [p for p in measured_s if measured_s[p] > 0 and before.get(p, 0.0) > 0]
+    declared = {p for fp in params for p in fp.phases}
+    phases = [p for p in measured_s if measured_s[p] > 0 and before.get(p, 0.0) > 0 and p in declared]
     weights = [1 / (rel_sigma.get(p, 0.0) ** 2 + MODEL_SIGMA**2) for p in phases]
     by_field = {fp.field: fp for fp in params}
     fields = list(by_field)
     if not phases:
         return FitResult({}, {}, dict.fromkeys(fields, "no measured phase the model predicts"), before, before, 0)
-    jac = jacobian(predict, theta0, fields, phases, params)
+    jac = masked(jacobian(predict, theta0, fields, phases, params), fields, phases, params)
     accepted, refused = select_identifiable(jac, fields, phases, weights)
     delta = dict.fromkeys(accepted, 0.0)
     target = [math.log(measured_s[p]) for p in phases]
@@ -240,7 +255,7 @@ def fit(
     normal = [[1.0]]
     for iterations in range(1, MAX_ITERATIONS + 1):  # noqa: B007 - the count is reported
         theta = {**theta0, **{f: theta0[f] * math.exp(d) for f, d in delta.items()}}
-        jac = jacobian(predict, theta, accepted, phases, params) if accepted else []
+        jac = masked(jacobian(predict, theta, accepted, phases, params), accepted, phases, params) if accepted else []
         resid = [t - y for t, y in zip(target, _log_predictions(predict, theta, phases), strict=True)]
         if not accepted:
             break

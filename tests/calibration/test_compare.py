@@ -61,3 +61,14 @@ def test_fragmentation_from_the_reserved_gap() -> None:
     assert (
         fit_fragmentation(load_scenario("qwen2.5-7b-grpo-8xh100"), m.model_copy(update={"measured_gib": None})) is None
     )
+
+
+def test_weight_sync_with_unmodelled_wake_up_does_not_pull_the_rollout_fit() -> None:
+    # timing_s/update_weights also holds the engine's wake-up (verl 0.9.1 checkpoint_manager.update_weights): a
+    # 10 s sync against a predicted ~0.1 s must leave decode_hbm_efficiency where the rollout puts it
+    text = "\n".join(line + " - timing_s/update_weights:10.0" for line in synthetic_log().splitlines())
+    c = calibrate(load_scenario("qwen2.5-7b-grpo-8xh100"), summarize(parse_log(text)))
+    assert c.fitted["efficiency.decode_hbm_efficiency"] == pytest.approx(0.5, rel=0.04)
+    sync = next(p for p in c.phases if p.name == "weight_sync")
+    assert sync.ratio is not None and sync.ratio > 50 and c.residuals["weight_sync"] > 50
+    assert "efficiency.prefill_mfu" in c.refused and "cannot be separated" in c.refused["efficiency.prefill_mfu"]

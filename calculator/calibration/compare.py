@@ -22,10 +22,9 @@ from calculator.calibration.measured import Measured
 from calculator.errors import InputError
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
-from calculator.names import Comp
+from calculator.names import PHASE_ORDER, Comp
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
-from calculator.units import GIB_BYTES
 
 FRAGMENTATION_FIELD = "overheads.fragmentation_fraction"
 GAP_TO_EXPLAIN = 0.10  # a phase more than 10 % off gets its mechanism terms spelled out
@@ -210,7 +209,7 @@ def calibrate(scenario: Scenario, measured: Measured, params: tuple[FitParam, ..
         {p: s.rel_sem for p, s in measured.phases_s.items()},
         params,
     )
-    drivers = {p: [fp.field for fp in params if p in fp.phases and fp.field in result.values] for p in PHASES_ALL}
+    drivers = {p: [fp.field for fp in params if p in fp.phases and fp.field in result.values] for p in PHASE_ORDER}
     phases = []
     for name, stat in measured.phases_s.items():
         pred = report.time.phases_s.get(name)
@@ -237,13 +236,12 @@ def calibrate(scenario: Scenario, measured: Measured, params: tuple[FitParam, ..
         notes.append(f"{FRAGMENTATION_FIELD}: {frag[1]}")
     else:
         refused[FRAGMENTATION_FIELD] = "the log has no perf/max_memory_allocated_gb and perf/max_memory_reserved_gb"
-    after_step = sum(result.predicted_after_s.get(p.name, 0.0) for p in phases)
     return Calibration(
         phases=phases,
         step={
             "predicted_s": report.time.step_s,
             "measured_s": measured.step_s.median if measured.step_s else None,
-            "fitted_s": after_step + sum(v for k, v in result.predicted_after_s.items() if k not in measured.phases_s),
+            "fitted_s": sum(result.predicted_after_s.values()),
         },
         memory=memory,
         host=_host(report, measured),
@@ -260,18 +258,6 @@ def calibrate(scenario: Scenario, measured: Measured, params: tuple[FitParam, ..
     )
 
 
-PHASES_ALL = (
-    "rollout",
-    "reward",
-    "old_log_prob",
-    "ref_log_prob",
-    "critic_values",
-    "update_critic",
-    "update_actor",
-    "weight_sync",
-)
-
-
 def _residuals(measured: Measured, predicted: dict[str, float]) -> dict[str, float]:
     return {p: s.median / predicted[p] - 1 for p, s in measured.phases_s.items() if predicted.get(p, 0.0) > 0}
 
@@ -279,7 +265,3 @@ def _residuals(measured: Measured, predicted: dict[str, float]) -> dict[str, flo
 def calibration_json(c: Calibration) -> dict[str, Any]:
     """The JSON of ``calibrate --json`` (DESIGN.md 6.5 keys first; extra keys beside them)."""
     return c.model_dump(mode="json")
-
-
-def gib(num_bytes: int) -> float:
-    return num_bytes / GIB_BYTES

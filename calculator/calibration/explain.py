@@ -177,6 +177,11 @@ def explain_oom(scenario: Scenario, text: str, what: str = "traceback") -> OomEx
     fixes, status, notes = _fixes(scenario, report, event)
     if event.phase is None and phase is not None:
         notes.append(f"no verl function in the stack names the phase; the predicted peak phase {phase.name} is used")
+    elif event.kind == "cuda_oom" and phase is not None and phase.name != event.phase:
+        notes.append(
+            f"the scenario has no {event.phase} phase (roles: {', '.join(report.roles)}); compared with its largest "
+            f"phase {phase.name}: check that the scenario matches the run"
+        )
     return OomExplanation(
         phase=phase_name,
         component=component,

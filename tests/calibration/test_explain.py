@@ -98,3 +98,14 @@ def test_host_oom_has_no_gpu_fixes_and_says_why() -> None:
 def test_unrecognised_text_is_a_clear_error() -> None:
     with pytest.raises(InputError, match="no out-of-memory message recognised"):
         parse_oom("Traceback: KeyError 'x'")
+
+
+def test_a_phase_the_scenario_lacks_is_said() -> None:
+    # a critic OOM explained against a GRPO scenario (no critic): the answer says the scenario does not match
+    text = (
+        "  in update_critic\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.11 GiB of which 1.00 GiB is free."
+    )
+    e = explain_oom(load_scenario("qwen2.5-7b-grpo-8xh100"), text)
+    assert e.phase == "update_critic"
+    assert any("has no update_critic phase" in n for n in e.notes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -108,3 +109,14 @@ def test_console_round_trip(metrics: dict[str, float]) -> None:
     # what concat_dict_to_str prints (pprint.pformat of a float is repr) reads back exactly
     line = " - ".join(["step:7"] + [f"{k}:{v!r}" for k, v in metrics.items()])
     assert parse_log(line).steps[7] == {k: float(v) for k, v in metrics.items()}
+
+
+def test_real_console_lines_from_a_public_run() -> None:
+    text = (Path(__file__).parent / "fixtures" / "verl_console_issue_2060.log").read_text()
+    log = parse_log(text)
+    assert log.step_numbers == [0, 1]
+    assert log.steps[0]["val-core/openai/gsm8k/acc/mean@1"] == 0.508
+    s1 = log.steps[1]
+    assert (s1["perf/max_memory_allocated_gb"], s1["perf/max_memory_reserved_gb"]) == (62.447, 91.455)
+    assert s1["response_length/mean"] == 288.698 and s1["actor/ppo_kl"] == -0.0
+    assert not any(k.startswith("prompt_length") for k in s1)  # the cut token is dropped

@@ -43,6 +43,10 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
     # the saved profile is offered by the team selector
     assert at.selectbox(key=keys.CAL_PROFILE).options == [saved[0].stem]
+    at.session_state[keys.field_key("efficiency.train_mfu")] = 0.35
+    at.button(key=keys.CAL_PROFILE_APPLY).click().run()
+    assert not at.exception
+    assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
 
 
 def test_bad_log_is_a_message_not_a_traceback() -> None:

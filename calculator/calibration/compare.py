@@ -150,9 +150,16 @@ def _memory(report: Report, measured: Measured) -> MemoryComparison:
     )
 
 
-def _host(report: Report, measured: Measured) -> HostComparison:
+def host_ram_gib(report: Report) -> float | None:
+    """The report's predicted host RAM per node (DESIGN.md 6.5 ``host.ram_gib_per_node``), None in a build without
+    the host model."""
     host = getattr(report, "host", None)
-    predicted = getattr(host, "ram_gib_per_node", None) if host is not None else None
+    value = host.get("ram_gib_per_node") if isinstance(host, dict) else getattr(host, "ram_gib_per_node", None)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _host(report: Report, measured: Measured) -> HostComparison:
+    predicted = host_ram_gib(report)
     note = (
         "perf/cpu_memory_used_gb is the node's used RAM (psutil), all processes included"
         if predicted is not None

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from calculator.calibration.compare import host_ram_gib
 from calculator.calibration.oom_parse import OomEvent, parse_oom
 from calculator.errors import InputError
 from calculator.inputs.scenario import Scenario
@@ -87,9 +88,7 @@ def _match(report: Report, event: OomEvent) -> tuple[str, float | None, PhaseOut
         engine = (ro.weights_gib_per_gpu + ro.kv_cache_gib_per_gpu) if ro else None
         return "rollout_weights + kv_cache (mapped back at wake_up)", engine, rollout
     if event.kind == "host_oom":
-        host = getattr(report, "host", None)
-        ram = getattr(host, "ram_gib_per_node", None) if host is not None else None
-        return "host_ram_per_node", ram, None
+        return "host_ram_per_node", host_ram_gib(report), None
     phase = next((p for p in report.phases if p.name == event.phase), None)
     if phase is None:
         phase = max(report.phases, key=lambda p: p.total_gib)

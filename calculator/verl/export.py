@@ -40,6 +40,7 @@ from calculator.verl.fields import (
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
 from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, KeyMap
+from calculator.verl.placement_keys import export_placement, launch_module
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Export:
     overrides: list[tuple[str, str, Any]] = field(default_factory=list)  # (group, verl key, value)
     rlplan: list[tuple[str, Any]] = field(default_factory=list)  # (native key, value): not expressible in verl
     scenario_name: str = ""
+    launch: str = LAUNCH  # the entry command (a recipe's module for split placements)
 
 
 Item = tuple[str, str, Any]  # (group, verl key, value)
@@ -151,7 +153,7 @@ def _launch_items(s: Scenario) -> list[Item]:
     per_node = min(s.hardware.num_gpus, s.hardware.gpus_per_node)
     items.append(("trainer", "trainer.n_gpus_per_node", per_node))
     items.append(("trainer", "trainer.nnodes", max(1, s.hardware.num_gpus // per_node)))
-    return items
+    return items + export_placement(s)
 
 
 def _verl_items(s: Scenario, base: Scenario | None) -> list[Item]:
@@ -179,7 +181,8 @@ def export_scenario(scenario: Scenario, base: Scenario | None = None) -> Export:
     apply_natives(rebuilt, natives)
     target = scenario.model_dump(mode="python")
     rlplan = [(f, _get(target, f)) for f in SCENARIO_FIELDS if _get(rebuilt, f) != _get(target, f)]
-    return Export(overrides=items, rlplan=rlplan, scenario_name=scenario.name)
+    launch = LAUNCH.replace("verl.trainer.main_ppo", launch_module(scenario))
+    return Export(overrides=items, rlplan=rlplan, scenario_name=scenario.name, launch=launch)
 
 
 def export_overrides(scenario: Scenario, base: Scenario | None = None) -> list[tuple[str, Any]]:
@@ -240,7 +243,7 @@ def format_overrides(
         f"# verl 0.9.1 launch settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",
         "# '# rlplan:' lines hold settings verl has no key for; `python -m calculator estimate --verl FILE` reads them.",
         *_rlplan_lines(exp),
-        f"{LAUNCH} \\",
+        f"{exp.launch} \\",
     ]
     group = None
     for g, k, v in exp.overrides:

@@ -40,7 +40,7 @@ from calculator.verl.fields import (
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
 from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, KeyMap
-from calculator.verl.placement_keys import export_placement, launch_module
+from calculator.verl.placement_keys import launch_module, placement_items
 
 
 @dataclass
@@ -153,7 +153,7 @@ def _launch_items(s: Scenario) -> list[Item]:
     per_node = min(s.hardware.num_gpus, s.hardware.gpus_per_node)
     items.append(("trainer", "trainer.n_gpus_per_node", per_node))
     items.append(("trainer", "trainer.nnodes", max(1, s.hardware.num_gpus // per_node)))
-    return items + export_placement(s)
+    return items
 
 
 def _verl_items(s: Scenario, base: Scenario | None) -> list[Item]:
@@ -163,7 +163,7 @@ def _verl_items(s: Scenario, base: Scenario | None) -> list[Item]:
     for km in KEY_MAPS:
         if eng in km.engines and km.native not in _NOT_KEYED:
             items += _field_items(km, s, base, eng, defaults)
-    items += _launch_items(s)
+    items = placement_items(s, base, items + _launch_items(s))
     order = {g: i for i, g in enumerate(GROUPS)}
     return sorted(items, key=lambda it: order[it[0]])  # stable: keeps KEY_MAPS order within a group
 

@@ -7,7 +7,7 @@ Sources (github volcengine/verl; the recipes moved from ``recipe/`` to ``verl/ex
 - ``actor_rollout_ref.hybrid_engine=False`` (both recipes' launch scripts), ``rollout.nnodes`` /
   ``rollout.n_gpus_per_node`` (both recipe configs, ``*_ppo_trainer.yaml``), ``async_training.*``
   (``fully_async_ppo_trainer.yaml``: staleness_threshold 0.1, trigger_parameter_sync_step 4, require_batches 1,
-  partial_rollout True, use_rollout_log_probs True);
+  partial_rollout True; ``actor_rollout_ref.actor.use_rollout_log_probs`` True, ``async_training.*`` before 0.9.1);
 - fully_async ignores ``data.train_batch_size`` (its quick start sets 0) and streams ``data.gen_batch_size=1``
   (docs/advance/fully_async.md "Parameter Description").
 """
@@ -40,10 +40,12 @@ PLACEMENT_KEYS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("placement.trigger_parameter_sync_step", "async_training.trigger_parameter_sync_step", ("fully_async",)),
     ("placement.require_batches", "async_training.require_batches", ("fully_async",)),
     ("placement.partial_rollout", "async_training.partial_rollout", ("fully_async",)),
-    ("placement.use_rollout_log_probs", "async_training.use_rollout_log_probs", ("fully_async",)),
+    # verl 0.9.1 moved it from async_training.* to the actor (fully_async_ppo_trainer.yaml)
+    ("placement.use_rollout_log_probs", "actor_rollout_ref.actor.use_rollout_log_probs", ("fully_async",)),
 )
 _BOOL_FIELDS = ("placement.partial_rollout", "placement.use_rollout_log_probs")
-_BY_VERL = {verl: native for native, verl, _ in PLACEMENT_KEYS}
+_IMPORT_ALIASES = {"async_training.use_rollout_log_probs": "placement.use_rollout_log_probs"}  # before 0.9.1
+_BY_VERL = {**{verl: native for native, verl, _ in PLACEMENT_KEYS}, **_IMPORT_ALIASES}
 # Recipe keys accepted and not modelled.
 IGNORED_RECIPE_PREFIXES = (
     "rollout.total_rollout_steps",
@@ -51,7 +53,6 @@ IGNORED_RECIPE_PREFIXES = (
     "rollout.total_epochs",
     "async_training.",
     "actor_rollout_ref.rollout.calculate_log_probs",
-    "actor_rollout_ref.actor.use_rollout_log_probs",
     "algorithm.rollout_correction.",
 )
 # Fields verl has no key for in any config.
@@ -95,7 +96,8 @@ def import_placement(given: dict[str, Any], value) -> tuple[dict[str, Any], list
             )
         return natives, notes
     natives["placement.mode"] = mode
-    for native, verl, modes in PLACEMENT_KEYS:
+    for verl, native in _BY_VERL.items():
+        modes = next(m for n, _, m in PLACEMENT_KEYS if n == native)
         if verl in given and mode in modes:
             v = value(verl)
             natives[native] = _truthy(v) if native in _BOOL_FIELDS else v
@@ -121,16 +123,25 @@ def _fully_async_batches(given: dict[str, Any], value, natives: dict[str, Any], 
         )
 
 
-def export_placement(s: Any) -> list[tuple[str, str, Any]]:
-    """(group, verl key, value) items of a split placement; nothing when colocated."""
+def placement_items(s: Any, base: Any, items: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """The export's items with the placement's keys: a split writes ``hybrid_engine=False``, the pool keys (and
+    fully_async's ``async_training.*``, ``data.train_batch_size=0``, ``data.gen_batch_size=1``, which its
+    rollouter asserts: ``fully_async_rollouter.py``); colocated writes ``hybrid_engine=True`` only over a split
+    base."""
     p = s.placement
     if p.mode == "colocated":
-        return []
-    items: list[tuple[str, str, Any]] = [("trainer", HYBRID_KEY, False)]
+        if base is not None and base.placement.mode != "colocated":
+            return [*items, ("trainer", HYBRID_KEY, True)]
+        return items
+    if p.mode == "fully_async":
+        fixed = {"data.train_batch_size": 0, "data.gen_batch_size": 1}
+        items = [(g, k, fixed.get(k, v)) for g, k, v in items if k != "data.gen_batch_size"]
+        items.append(("data", "data.gen_batch_size", 1))
+    out = [*items, ("trainer", HYBRID_KEY, False)]
     for native, verl, modes in PLACEMENT_KEYS:
         if p.mode in modes:
-            items.append(("trainer", verl, getattr(p, native.split(".", 1)[1])))
-    return items
+            out.append(("trainer", verl, getattr(p, native.split(".", 1)[1])))
+    return out
 
 
 def launch_module(s: Any) -> str:
@@ -142,7 +153,7 @@ __all__ = [
     "ENTRY_MODULES",
     "PLACEMENT_KEYS",
     "RLPLAN_ONLY_PLACEMENT",
-    "export_placement",
+    "placement_items",
     "import_placement",
     "is_placement_key",
     "launch_module",

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from calculator.inputs.placement import PlacementSection
 from calculator.memory.context import Context
 from calculator.memory.pools import PoolMemory
 from calculator.model.architecture import Architecture
@@ -150,24 +151,30 @@ def _stream_seconds(gen: PhaseTime, roll: Context) -> float:
     return gen.terms["prefill"] + steps * gen.extra.get("full_batch_step_s", 0.0)
 
 
-def _schedule(
-    plan: PlacementPlan, gen: PhaseTime, roll: Context, train: float, sync: float
+def overlap_step(
+    mode: str,
+    p: PlacementSection,
+    *,
+    generation_s: float,
+    stream_s: float,
+    long_tail_s: float,
+    train_s: float,
+    sync_s: float,
 ) -> tuple[float, float, str]:
-    """(step, rollout busy time, formula) of one steady-state step."""
-    p = roll.s.placement
-    full = gen.seconds
-    if plan.mode == "one_step_off":
-        return max(full, train) + sync, full, "step = max(generation, training) + sync"
-    stream = _stream_seconds(gen, roll)
+    """(step, rollout busy time, formula) of one steady-state step from the two sides' times (module docstring).
+    ``generation_s``: the whole batch generated synchronously (long tail included); ``stream_s``: the same
+    samples with the engine's batch kept full; ``long_tail_s``: the part of the last wave past the mean."""
+    if mode == "one_step_off":
+        return max(generation_s, train_s) + sync_s, generation_s, "step = max(generation, training) + sync"
     k = p.trigger_parameter_sync_step
     if p.staleness_threshold == 0:
-        body = max(full, stream / k + train * (k - 1) / k)
+        body = max(generation_s, stream_s / k + train_s * (k - 1) / k)
         f = f"staleness 0: step = max(generation, stream/{k} + training x {k - 1}/{k}) + training/{k} + sync"
-        return body + train / k + sync, full, f
-    drain = 0.0 if p.partial_rollout else gen.terms.get("long_tail", 0.0)
+        return body + train_s / k + sync_s, generation_s, f
+    drain = 0.0 if p.partial_rollout else long_tail_s
     how = "partial rollout: no drain" if p.partial_rollout else "drain in-flight requests (long tail)"
     f = f"streaming ({how}): step = max(generation stream + drain, training) + sync"
-    return max(stream + drain, train) + sync, stream + drain, f
+    return max(stream_s + drain, train_s) + sync_s, stream_s + drain, f
 
 
 def _timeline(trainer: dict[str, PhaseTime], sync: float, gen_busy: float, step: float) -> list[Span]:
@@ -189,7 +196,15 @@ def pool_timing(plan: PlacementPlan, trainer_pool: PoolMemory, rollout_pool: Poo
     trainer = {p: PHASE_TIMERS[p](ctx) for p in phases}
     train = sum(t.seconds for t in trainer.values())
     sync = sync_time(ctx, roll, plan)
-    step, busy, f = _schedule(plan, gen, roll, train, sync.seconds)
+    step, busy, f = overlap_step(
+        plan.mode,
+        roll.s.placement,
+        generation_s=gen.seconds,
+        stream_s=_stream_seconds(gen, roll),
+        long_tail_s=gen.terms.get("long_tail", 0.0),
+        train_s=train,
+        sync_s=sync.seconds,
+    )
     wait = max(0.0, step - train - sync.seconds)
     drain = busy - _stream_seconds(gen, roll) if plan.mode == "fully_async" else 0.0
     formula = (
@@ -225,4 +240,13 @@ def time_out(plan: PlacementPlan, pt: PoolTiming, trainer_pool: PoolMemory) -> T
     )
 
 
-__all__ = ["BROADCAST_CALL_S", "PoolTiming", "Span", "num_weight_tensors", "pool_timing", "sync_time", "time_out"]
+__all__ = [
+    "BROADCAST_CALL_S",
+    "PoolTiming",
+    "Span",
+    "num_weight_tensors",
+    "overlap_step",
+    "pool_timing",
+    "sync_time",
+    "time_out",
+]

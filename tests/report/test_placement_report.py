@@ -1,0 +1,39 @@
+import json
+
+import pytest
+
+from calculator import estimate
+from calculator.inputs.scenario import Scenario
+from tests.support.placement import split_scenario
+
+
+def test_colocated_report_has_no_pools_key():
+    d = json.loads(json.dumps(estimate(Scenario()).model_dump(mode="json")))
+    assert "pools" not in d and "placement" not in d
+
+
+@pytest.mark.parametrize("mode", ["one_step_off", "fully_async"])
+def test_split_report(mode):
+    r = estimate(split_scenario(mode))
+    d = r.model_dump(mode="json")
+    assert [p["name"] for p in d["pools"]] == ["rollout", "trainer"]
+    assert [p["num_gpus"] for p in d["pools"]] == [4, 12]
+    for pool in r.pools or []:
+        for ph in pool.phases:
+            assert ph.total_bytes == sum(c.bytes for c in ph.details)
+    assert r.peak.fits == all(p.peak.fits for p in r.pools or [])
+    assert r.phases[0].name == "rollout" and r.phases[-1].name == "weight_sync"
+    assert r.time is not None
+    assert sum(r.time.phases_s.values()) == pytest.approx(r.time.step_s)
+    assert "wait_prev_gen" in r.time.phases_s and "rollout" not in r.time.phases_s  # generation is hidden
+    assert r.placement is not None and r.placement.num_nodes == 2
+    assert r.rollout.num_replicas == 2  # 4 rollout GPUs / TP 2
+
+
+def test_pool_that_does_not_fit_says_why():
+    s = split_scenario(
+        "one_step_off",
+    ).model_copy(update={"rollout": split_scenario().rollout.model_copy(update={"gpu_memory_utilization": 0.999})})
+    r = estimate(Scenario.model_validate(s.model_dump()))
+    assert not r.peak.fits
+    assert any(w.startswith("rollout pool (4 GPUs) does not fit") for w in r.warnings)

@@ -106,3 +106,5 @@ PLAN_DL_JSON = "plan_dl_json"
 VERL_IMPORT_TEXT = "verl_import_text"
 VERL_IMPORT_APPLY = "verl_import_apply"
 VERL_DL_OVERRIDES = "verl_dl_overrides"
+
+CHART_PLACEMENT = "chart_placement"  # ui/placement.py: the split placement's timeline

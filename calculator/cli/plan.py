@@ -38,8 +38,9 @@ def add_plan_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None
     pp.add_argument(
         "--placement",
         choices=["colocated", "one_step_off", "fully_async"],
-        default="colocated",
-        help="also search the split of the recommended GPUs into rollout and trainer pools (verl's recipes)",
+        default=None,
+        help="also search the split of the recommended GPUs into rollout and trainer pools (verl's recipes); "
+        "default: the scenario's placement.mode",
     )
     ap = sub.add_parser("advise", help="ranked changes that make a scenario fit (OOM advisor)")
     add_scenario_options(ap)

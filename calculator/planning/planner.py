@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from calculator.errors import InputError
+from calculator.inputs.placement import PlacementSection
 from calculator.inputs.presets import get_gpu, gpu_presets
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
@@ -110,17 +111,21 @@ def plan(
     margin: float = DEFAULT_MARGIN,
     allow_lora: bool = False,
     hourly_prices_usd: dict[str, float] | None = None,
-    placement: str = "colocated",
+    placement: str | None = None,
 ) -> Plan:
     """The recommended-hardware table for the scenario's model, algorithm and workload: one row per GPU
     type (all presets by default). ``hourly_prices_usd`` overrides preset prices by GPU id. Raises
-    :class:`InputError` on bad input. ``placement`` one_step_off / fully_async adds to each row the fastest
-    split of its recommended GPUs into rollout and trainer pools (``calculator.planning.placement``)."""
+    :class:`InputError` on bad input. ``placement`` one_step_off / fully_async (default: the scenario's own
+    ``placement.mode``) adds to each row the cheapest split of its recommended GPUs into rollout and trainer pools
+    (``calculator.planning.placement``); the colocated search always runs on the scenario made colocated."""
     t0 = time.perf_counter()
     ids, prices = _checked_inputs(gpus, max_gpus, margin, hourly_prices_usd)
+    s = resolve_scenario(scenario)
+    placement = placement or s.placement.mode
     if placement not in ("colocated", *SPLIT_MODES):
         raise InputError(f"placement: must be one of colocated, {', '.join(SPLIT_MODES)} (got {placement!r})")
-    s = resolve_scenario(scenario)
+    if s.placement.split:  # the search varies the GPUs and rollout TP; the split is searched per row below
+        s = s.model_copy(update={"placement": PlacementSection()})
     rows = []
     has_time = True
     total = 0

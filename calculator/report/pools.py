@@ -1,8 +1,8 @@
 """The report of a split placement (DESIGN.md 4.10, 6.5 ``pools``): each pool's phases, peak and fit verdict, the
 overlapped step time and its timeline.
 
-The report's top-level ``phases`` are the rollout pool's ``rollout`` phase followed by the trainer pool's phases
-(each on its own GPUs, per GPU); ``peak`` is the higher of the two pools' peaks and fits only when both pools
+The report's top-level ``phases`` are the rollout pool's phases (``rollout``, ``weight_sync (rollout pool)``)
+followed by the trainer pool's phases (each on its own GPUs, per GPU); ``peak`` is the higher of the two pools' peaks and fits only when both pools
 fit; ``rollout`` describes the engine on the rollout pool; ``time.phases_s`` is the trainer's critical path
 (``calculator.timing.pools.time_out``). ``pools`` holds each pool on its own.
 """
@@ -48,16 +48,25 @@ def _peak(pool: PoolMemory, usable: int, usable_gib: float) -> PeakOut:
     )
 
 
+ROLLOUT_POOL_SYNC = "weight_sync (rollout pool)"
+
+
+def top_level_name(pool: str, phase: str) -> str:
+    """A pool's phase as the report's top-level phases name it: only the rollout pool's weight sync is renamed
+    (the trainer pool has one too)."""
+    return ROLLOUT_POOL_SYNC if pool == "rollout" and phase == Phase.WEIGHT_SYNC else phase
+
+
 def combined_peak(pools: list[PoolOut]) -> PeakOut:
     """The higher pool's peak; fits only when every pool fits (both verdicts stay in ``pools``)."""
     hi = max(pools, key=lambda p: p.peak.gib_per_gpu)
     whi = max(pools, key=lambda p: p.peak.worst_case_gib_per_gpu)
     return hi.peak.model_copy(
         update={
-            "phase": f"{hi.peak.phase} ({hi.name} pool)",
+            "phase": top_level_name(hi.name, hi.peak.phase),
             "fits": all(p.peak.fits for p in pools),
             "worst_case_gib_per_gpu": whi.peak.worst_case_gib_per_gpu,
-            "worst_case_phase": f"{whi.peak.worst_case_phase} ({whi.name} pool)",
+            "worst_case_phase": top_level_name(whi.name, whi.peak.worst_case_phase),
             "worst_case_fits": all(p.peak.worst_case_fits for p in pools),
             "trainer_peak_allocated_gib": max(p.peak.trainer_peak_allocated_gib for p in pools),
         }
@@ -81,7 +90,7 @@ def split_parts(scenario: Scenario, phase_out, with_time: bool) -> SplitParts | 
         )
         for pm in (roll, train)
     ]
-    gen = [p for p in roll.expected if p.name == Phase.ROLLOUT]
+    gen = [p.model_copy(update={"name": top_level_name("rollout", p.name)}) for p in roll.expected]
     phases = gen + train.expected
     worst = gen + train.worst
     time = placement = None

@@ -22,7 +22,9 @@ def test_split_report(mode):
         for ph in pool.phases:
             assert ph.total_bytes == sum(c.bytes for c in ph.details)
     assert r.peak.fits == all(p.peak.fits for p in r.pools or [])
-    assert r.phases[0].name == "rollout" and r.phases[-1].name == "weight_sync"
+    names = [p.name for p in r.phases]
+    assert names[:2] == ["rollout", "weight_sync (rollout pool)"] and names[-1] == "weight_sync"
+    assert r.peak.phase in names and r.peak.worst_case_phase in names
     assert r.time is not None
     assert sum(r.time.phases_s.values()) == pytest.approx(r.time.step_s)
     assert "wait_prev_gen" in r.time.phases_s and "rollout" not in r.time.phases_s  # generation is hidden

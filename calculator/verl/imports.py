@@ -197,7 +197,8 @@ def _placement(imp: _Import) -> None:
         try:
             return imp.resolved(key)
         except _Unresolved as exc:
-            raise InputError(f"verl {key}: cannot resolve ({exc})") from None
+            imp.note(f"verl {key}: cannot resolve ({exc}); ignored", always=True)
+            return None
 
     natives, notes = import_placement(imp.given, value)
     imp.natives.update(natives)

@@ -100,7 +100,8 @@ def import_placement(given: dict[str, Any], value) -> tuple[dict[str, Any], list
         modes = next(m for n, _, m in PLACEMENT_KEYS if n == native)
         if verl in given and mode in modes:
             v = value(verl)
-            natives[native] = _truthy(v) if native in _BOOL_FIELDS else v
+            if v is not None:  # None: unresolved (the importer noted it)
+                natives[native] = _truthy(v) if native in _BOOL_FIELDS else v
     if mode == "fully_async":
         _fully_async_batches(given, value, natives, notes)
     return natives, notes
@@ -112,10 +113,14 @@ def _fully_async_batches(given: dict[str, Any], value, natives: dict[str, Any], 
         natives["data.gen_batch_size"] = None
         notes.append("fully_async: data.gen_batch_size (streaming, one prompt at a time) is not a batch here; ignored")
     tbs = value("data.train_batch_size") if "data.train_batch_size" in given else None
-    if tbs is not None and int(tbs) < 1:
+    try:
+        zero = tbs is not None and int(tbs) < 1
         trig = int(natives.get("placement.trigger_parameter_sync_step", 4))
         req = int(natives.get("placement.require_batches", 1))
-        mini = int(value("actor_rollout_ref.actor.ppo_mini_batch_size"))
+        mini = int(value("actor_rollout_ref.actor.ppo_mini_batch_size") or 0)
+    except (TypeError, ValueError):
+        return  # a value the Scenario will reject with its own message
+    if zero and mini > 0:
         natives["data.train_batch_size"] = trig * req * mini
         notes.append(
             f"fully_async: data.train_batch_size={tbs} is not used; set to trigger_parameter_sync_step x "

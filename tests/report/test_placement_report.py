@@ -1,10 +1,13 @@
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from calculator import estimate
 from calculator.inputs.scenario import Scenario
 from tests.support.placement import split_scenario
+from tests.test_fuzz import check_invariants
 
 
 def test_colocated_report_has_no_pools_key():
@@ -39,3 +42,35 @@ def test_pool_that_does_not_fit_says_why():
     r = estimate(Scenario.model_validate(s.model_dump()))
     assert not r.peak.fits
     assert any(w.startswith("rollout pool (4 GPUs) does not fit") for w in r.warnings)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    mode=st.sampled_from(["one_step_off", "fully_async"]),
+    r_gpn=st.sampled_from([1, 2, 4, 8]),
+    r_nodes=st.integers(1, 3),
+    trainer=st.sampled_from([1, 2, 4, 8, 16]),
+    staleness=st.sampled_from([0.0, 0.3]),
+    partial=st.booleans(),
+    log_probs=st.booleans(),
+)
+def test_split_invariants(mode, r_gpn, r_nodes, trainer, staleness, partial, log_probs):
+    d = {
+        "model": {"path": "qwen2.5-0.5b"},
+        "hardware": {"num_gpus": trainer},
+        "algorithm": {"adv_estimator": "grpo"},
+        "rollout": {"n": 4, "tensor_model_parallel_size": 1},
+        "placement": {
+            "mode": mode,
+            "rollout_n_gpus_per_node": r_gpn,
+            "rollout_nnodes": r_nodes,
+            "staleness_threshold": staleness,
+            "partial_rollout": partial,
+            "use_rollout_log_probs": log_probs,
+        },
+    }
+    r = estimate(Scenario.model_validate(d))
+    check_invariants(r)
+    assert r.time is not None
+    assert sum(r.time.phases_s.values()) == pytest.approx(r.time.step_s)
+    assert r.placement is not None and r.placement.wait_s >= 0

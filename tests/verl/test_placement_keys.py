@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from calculator import load_scenario
 from calculator import verl as V
+from calculator.errors import InputError
 from calculator.inputs.scenario import Scenario
 from tests.verl.test_verl import rich_scenarios
 
@@ -127,3 +128,13 @@ def test_round_trip_overrides_onto_a_base(s: Scenario, base: Scenario):
     exp = V.export_scenario(s, base)
     text = V.format_overrides(exp, "overrides")
     assert load_scenario(base, overrides=dict(exp.rlplan), verl_overrides=text) == s
+
+
+def test_bad_recipe_values_are_messages_not_tracebacks():
+    text = (
+        "python3 -m verl.experimental.fully_async_policy.fully_async_main data.train_batch_size=0 "
+        "async_training.require_batches=abc rollout.nnodes=$UNSET"
+    )
+    with pytest.raises(InputError) as err:
+        load_scenario(None, verl_overrides=text)
+    assert any("require_batches" in p for p in err.value.problems)

@@ -166,6 +166,16 @@ FIELD_HELP_ZH: dict[str, str] = {
     "rollout.tensor_model_parallel_size": "每个 rollout 副本的 GPU 数。",
     "rollout.update_weights_bucket_megabytes": "权重同步的 GPU 缓冲桶（MiB）。",
     "verl_version": "按哪个 verl 版本的显存行为建模（见 calculator/resolve/versions.py）。",
+    # placement (issue 17)
+    "placement.mode": "colocated（混合引擎，当前默认）、one_step_off（verl recipe one_step_off_policy）或 fully_async（fully_async_policy）：后两者 rollout 与训练使用各自的 GPU。",
+    "placement.rollout_nnodes": "verl rollout.nnodes：rollout 池的节点数。",
+    "placement.rollout_n_gpus_per_node": "verl rollout.n_gpus_per_node：rollout 池每节点的 GPU 数。",
+    "placement.physical_gpus_per_node": "rlplan：物理节点的 GPU 数；决定两个池能否共用节点。",
+    "placement.staleness_threshold": "fully_async：async_training.staleness_threshold（允许的过期样本比例）。",
+    "placement.trigger_parameter_sync_step": "fully_async：两次权重同步之间 trainer 的更新次数。",
+    "placement.require_batches": "fully_async：trainer 每次更新取的 ppo_mini_batch 数。",
+    "placement.partial_rollout": "fully_async：权重同步时中断正在生成的请求，同步后继续生成。",
+    "placement.use_rollout_log_probs": "fully_async：old_log_prob 取自 rollout 引擎（trainer 不再计算 old_log_prob）。",
 }
 
 

@@ -19,13 +19,19 @@ from ui import keys, state, text
 from ui.fields import FieldSpec, coerce, encode_value, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
 from ui.options import gpu_ids, gpu_label, model_ids, model_label
+from ui.placement import PLACEMENT_FIELDS, placement_inputs
 
 PERSIST = "session"  # widget values survive page switches and hidden widgets
 MAX_TEXT_CHARS = state.MAX_TEXT_CHARS  # one-line text inputs (checked again by state.sanitize_widgets)
 
 # Where each field appears; every other widget field goes to "More verl settings", grouped by section.
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "hardware": ("hardware.gpu", "hardware.num_gpus", "hardware.gpus_per_node"),
+    "hardware": (
+        "hardware.gpu",
+        "hardware.num_gpus",
+        "hardware.gpus_per_node",
+        *PLACEMENT_FIELDS,  # ui/placement.py
+    ),
     "algorithm": (
         "actor.use_kl_loss",
         "algorithm.use_kl_in_reward",
@@ -340,6 +346,7 @@ def _hardware_inputs(errors: dict[str, list[str]]) -> None:
         field_widget("hardware.num_gpus", errors)
     with c2:
         field_widget("hardware.gpus_per_node", errors)
+    placement_inputs(errors, field_widget)
 
 
 def _algorithm_inputs(errors: dict[str, list[str]]) -> None:

@@ -120,3 +120,4 @@ CAL_PROFILE = "cal_profile"
 CAL_PROFILE_APPLY = "cal_profile_apply"
 CAL_OOM_TEXT = "cal_oom_text"
 CAL_OOM_UPLOAD = "cal_oom_upload"
+CHART_PLACEMENT = "chart_placement"  # ui/placement.py: the split placement's timeline

@@ -13,6 +13,7 @@ from typing import Any
 from calculator.calibration.profile import load_profile, profile_overrides
 from calculator.cli.calibrate import add_calibrate_parsers, calibrate_main, explain_main
 from calculator.cli.export import export_main
+from calculator.cli.placement import placement_lines
 from calculator.cli.plan import add_plan_parsers, plan_main
 from calculator.cli.terminal import err, one_line, out
 from calculator.errors import InputError
@@ -158,6 +159,7 @@ def format_report(r: Report) -> str:
     ]
     if r.time is not None:
         lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
+    lines += placement_lines(r)
     for w in r.warnings:
         lines.append(f"warning: {one_line(w)}")
     return "\n".join(lines)

@@ -35,6 +35,13 @@ def add_plan_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None
     pp.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
     pp.add_argument("--allow-lora", action="store_true", help="let the search switch to LoRA (rank 64)")
     pp.add_argument("--format", choices=["table", "csv", "markdown"], default="table", help="text output format")
+    pp.add_argument(
+        "--placement",
+        choices=["colocated", "one_step_off", "fully_async"],
+        default=None,
+        help="also search the split of the recommended GPUs into rollout and trainer pools (verl's recipes); "
+        "default: the scenario's placement.mode",
+    )
     ap = sub.add_parser("advise", help="ranked changes that make a scenario fit (OOM advisor)")
     add_scenario_options(ap)
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
@@ -73,8 +80,30 @@ def format_plan(p: Plan) -> str:
             continue
         text = " ".join(f"{k}={format_verl_value(v)}" for k, v in rec.settings.items()) or "as configured"
         lines.append(f"  {row.gpu} x {rec.num_gpus}: {text}")
+    lines += split_lines(p)
     lines += ["", f"rules: {p.rules}", "prices: hourly_price_usd of the GPU presets (editable examples)"]
     return "\n".join(lines)
+
+
+def split_lines(p: Plan) -> list[str]:
+    """``plan --placement``: each GPU type's best split beside its colocated recommendation."""
+    if p.placement is None:
+        return []
+    lines = ["", f"{p.placement} split of the same GPUs (rollout pool + trainer pool) vs colocated:"]
+    for row in p.rows:
+        rec, split = row.recommended, row.split
+        if rec is None:
+            continue
+        if split is None:
+            lines.append(f"  {row.gpu} x {rec.num_gpus}: no split fits (colocated step {_f(rec.step_s, 1)} s)")
+            continue
+        keys = ("rollout.nnodes", "rollout.n_gpus_per_node", "actor_rollout_ref.rollout.tensor_model_parallel_size")
+        shape = " ".join(f"{k}={split.settings[k]}" for k in keys if k in split.settings)
+        lines.append(
+            f"  {row.gpu} x {split.num_gpus}: step {_f(split.step_s, 1)} s vs colocated x {rec.num_gpus} {_f(rec.step_s, 1)} s, "
+            f"USD/step {_f(split.cost_per_step, 3)} vs {_f(rec.cost_per_step, 3)}; {shape}"
+        )
+    return lines
 
 
 def format_advice(a: Advice) -> str:
@@ -112,6 +141,7 @@ def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.N
             max_gpus=args.max_gpus,
             margin=args.margin,
             allow_lora=args.allow_lora,
+            placement=args.placement,
         )
         if args.json:
             out(json.dumps(p.model_dump(mode="json"), indent=2))

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from calculator.inputs.backends import MAX_COUNT, FsdpSection, MegatronSection, OptimSection, _Frozen
 from calculator.inputs.constants import EfficiencyConfig, OverheadConfig
+from calculator.inputs.placement import PlacementSection
 
 VERL_VERSIONS = ("0.9", "0.8", "0.7", "0.6")
 
@@ -361,6 +362,7 @@ class Scenario(_Frozen):
     rollout: RolloutSection = RolloutSection()
     critic: CriticSection = CriticSection()
     reward_model: RewardModelSection = RewardModelSection()
+    placement: PlacementSection = PlacementSection()
     overheads: OverheadConfig = OverheadConfig()
     efficiency: EfficiencyConfig = EfficiencyConfig()
 
@@ -368,9 +370,15 @@ class Scenario(_Frozen):
     def _cross_field(self) -> Scenario:
         g = self.hardware.num_gpus
         tp = self.rollout.tensor_model_parallel_size * self.rollout.data_parallel_size
-        if g % tp:
+        pool, pool_name = (g, "hardware.num_gpus")
+        if self.placement.split:  # the engine runs on its own pool (placement_pool_rules)
+            pool, pool_name = (
+                self.placement.rollout_num_gpus,
+                "placement rollout GPUs (rollout nnodes x n_gpus_per_node)",
+            )
+        if pool % tp:
             raise ValueError(
-                f"rollout.tensor_model_parallel_size x data_parallel_size ({tp}) must divide hardware.num_gpus ({g})"
+                f"rollout.tensor_model_parallel_size x data_parallel_size ({tp}) must divide {pool_name} ({pool})"
             )
         sp = self.actor.ulysses_sequence_parallel_size
         if g % sp:

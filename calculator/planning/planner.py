@@ -38,10 +38,12 @@ import time
 from typing import Any
 
 from calculator.errors import InputError
+from calculator.inputs.placement import PlacementSection
 from calculator.inputs.presets import get_gpu, gpu_presets
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN
+from calculator.planning.placement import SPLIT_MODES, split_row_fields
 from calculator.planning.recommend import search_gpu
 from calculator.planning.rows import PLAN_RULES, Plan, plan_row, sort_key
 from calculator.resolve.architectures import model_name
@@ -109,20 +111,32 @@ def plan(
     margin: float = DEFAULT_MARGIN,
     allow_lora: bool = False,
     hourly_prices_usd: dict[str, float] | None = None,
+    placement: str | None = None,
 ) -> Plan:
     """The recommended-hardware table for the scenario's model, algorithm and workload: one row per GPU
     type (all presets by default). ``hourly_prices_usd`` overrides preset prices by GPU id. Raises
-    :class:`InputError` on bad input."""
+    :class:`InputError` on bad input. ``placement`` one_step_off / fully_async (default: the scenario's own
+    ``placement.mode``) adds to each row the cheapest split of its recommended GPUs into rollout and trainer pools
+    (``calculator.planning.placement``); the colocated search always runs on the scenario made colocated."""
     t0 = time.perf_counter()
     ids, prices = _checked_inputs(gpus, max_gpus, margin, hourly_prices_usd)
     s = resolve_scenario(scenario)
+    placement = placement or s.placement.mode
+    if placement not in ("colocated", *SPLIT_MODES):
+        raise InputError(f"placement: must be one of colocated, {', '.join(SPLIT_MODES)} (got {placement!r})")
+    if s.placement.split:  # the search varies the GPUs and rollout TP; the split is searched per row below
+        s = s.model_copy(update={"placement": PlacementSection()})
     rows = []
     has_time = True
     total = 0
     for gid in ids:
         res = search_gpu(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora)
         price = float(prices.get(gid, res.gpu.hourly_price_usd))
-        rows.append(plan_row(res, s, price, max_gpus))
+        row = plan_row(res, s, price, max_gpus)
+        if placement != "colocated":
+            split, n = split_row_fields(res.recommended, s, placement, margin, price)
+            row, total = row.model_copy(update={"split": split}), total + n
+        rows.append(row)
         total += res.num_estimates
         if res.minimum is not None and res.minimum.step_s is None:
             has_time = False
@@ -138,6 +152,7 @@ def plan(
         has_step_time=has_time,
         num_estimates=total,
         rules=PLAN_RULES,
+        placement=None if placement == "colocated" else placement,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from calculator.inputs.scenario import Scenario
 from calculator.planning.recommend import GpuResult, cost_per_step_usd
@@ -54,6 +54,18 @@ class PlanRow(FrozenModel):
     recommended: RecommendedConfig | None
     note: str = ""
     num_estimates: int
+    split: RecommendedConfig | None = Field(
+        default=None,
+        description="plan --placement one_step_off|fully_async: the fastest fitting split of the recommended "
+        "configuration's GPUs (calculator.planning.placement); absent for colocated plans.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler):  # type: ignore[no-untyped-def]
+        out = handler(self)
+        if isinstance(out, dict) and out.get("split", 0) is None:
+            del out["split"]
+        return out
 
 
 class Plan(FrozenModel):
@@ -69,6 +81,14 @@ class Plan(FrozenModel):
     has_step_time: bool = Field(description="False when estimate() gave no step time: costs are null.")
     num_estimates: int
     rules: str = Field(description="How rows were found and ranked.")
+    placement: str | None = Field(default=None, description="The split placement planned beside colocated.")
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler):  # type: ignore[no-untyped-def]
+        out = handler(self)
+        if isinstance(out, dict) and out.get("placement", 0) is None:
+            del out["placement"]
+        return out
 
 
 PLAN_RULES = (

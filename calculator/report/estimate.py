@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from calculator.inputs.scenario import Scenario
 from calculator.memory import phases as memory
 from calculator.memory.context import Context
@@ -17,6 +19,7 @@ from calculator.report.models import (
     Report,
     RolloutOut,
 )
+from calculator.report.pools import SplitParts, combined_peak, pool_warnings, split_parts
 from calculator.report.warnings import collect_warnings
 from calculator.resolve.architectures import model_name
 from calculator.resolve.resolved import Source, resolve
@@ -115,9 +118,39 @@ def _roles(ctx: Context) -> list[str]:
     return [Role.ACTOR, Role.ROLLOUT] + [role for role, on in present.items() if on]
 
 
+def _split_report(ctx: Context, split: SplitParts, warnings: list[str]) -> Report:
+    """A split placement's report (``calculator.report.pools``): pools, overlapped time, the engine on its pool.
+    The colocated warning rules do not apply (they read one shared GPU); the pools' verdicts, verl's checks and
+    the assumed values do."""
+    roll_ctx = replace(split.rollout.ctx, startup_trainer_bytes=0)
+    rollout = rollout_out(roll_ctx).model_copy(update={"starts": split.rollout.starts})
+    checks = check_config(ctx.r)
+    warnings += pool_warnings(split) + [f"verl: {p.message}" for p in checks]
+    warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
+    return Report(
+        model=_model_info(ctx),
+        hardware=_hardware_info(ctx),
+        phases=[_phase_out(p) for p in split.phases],
+        peak=combined_peak(split.pools),
+        rollout=rollout,
+        time=split.time,
+        warnings=warnings,
+        roles=_roles(ctx),
+        worst_case_phases=[_phase_out(p) for p in split.worst],
+        verl_version=ctx.s.verl_version,
+        checks=checks,
+        decisions=[d.text() for d in ctx.r.decisions] + [f"placement: {split.plan.note}"],
+        pools=split.pools,
+        placement=split.placement,
+    )
+
+
 def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list[str] | None = None) -> Report:
     """Memory per phase, peak, rollout capacity, step time and warnings for one scenario."""
     ctx = build_context(scenario)
+    split = split_parts(scenario, _phase_out, with_time)
+    if split is not None:
+        return _split_report(ctx, split, list(extra_warnings or []))
     expected = memory.all_phases(ctx, worst=False)
     worst = memory.all_phases(ctx, worst=True)
     rollout = rollout_out(ctx)

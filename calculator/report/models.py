@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_serializer
 
 from calculator.units import GIB_BYTES
 from calculator.verl.checks.problem import ConfigProblem
@@ -128,6 +128,41 @@ class TimeOut(_Frozen):
     )
 
 
+class PoolOut(_Frozen):
+    """One pool of a split placement (DESIGN.md 6.5 ``pools``): its GPUs, phases and peak."""
+
+    name: Literal["rollout", "trainer"]
+    num_gpus: int
+    phases: list[PhaseOut]
+    peak: PeakOut
+
+
+class SpanOut(_Frozen):
+    pool: str
+    name: str
+    start_s: float
+    end_s: float
+
+
+class PlacementOut(_Frozen):
+    """A split placement's schedule: what overlaps, the node rule, one steady-state step as a timeline."""
+
+    mode: str
+    num_nodes: int
+    nodes_rule: str
+    rollout_num_gpus: int
+    trainer_num_gpus: int
+    generation_s: float
+    training_s: float
+    weight_sync_s: float
+    wait_s: float
+    drain_s: float
+    timeline: list[SpanOut]
+
+
+_ABSENT_WHEN_NONE = ("pools", "placement")
+
+
 class Report(_Frozen):
     model: ModelInfo
     hardware: HardwareInfo
@@ -150,3 +185,14 @@ class Report(_Frozen):
         exclude=True,
         description="Values the resolved plan inherited, fixed or assumed, with their source (Python API only).",
     )
+    pools: list[PoolOut] | None = Field(default=None, description="Split placements only (absent when colocated).")
+    placement: PlacementOut | None = Field(default=None, description="Split placements only (absent when colocated).")
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler):  # type: ignore[no-untyped-def]
+        """``pools`` / ``placement`` are absent (not null) when colocated: the colocated report is unchanged."""
+        out = handler(self)
+        for key in _ABSENT_WHEN_NONE:
+            if isinstance(out, dict) and out.get(key, 0) is None:
+                del out[key]
+        return out

@@ -40,6 +40,7 @@ from calculator.verl.fields import (
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
 from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, KeyMap
+from calculator.verl.placement_keys import launch_module, placement_items
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Export:
     overrides: list[tuple[str, str, Any]] = field(default_factory=list)  # (group, verl key, value)
     rlplan: list[tuple[str, Any]] = field(default_factory=list)  # (native key, value): not expressible in verl
     scenario_name: str = ""
+    launch: str = LAUNCH  # the entry command (a recipe's module for split placements)
 
 
 Item = tuple[str, str, Any]  # (group, verl key, value)
@@ -161,7 +163,7 @@ def _verl_items(s: Scenario, base: Scenario | None) -> list[Item]:
     for km in KEY_MAPS:
         if eng in km.engines and km.native not in _NOT_KEYED:
             items += _field_items(km, s, base, eng, defaults)
-    items += _launch_items(s)
+    items = placement_items(s, base, items + _launch_items(s))
     order = {g: i for i, g in enumerate(GROUPS)}
     return sorted(items, key=lambda it: order[it[0]])  # stable: keeps KEY_MAPS order within a group
 
@@ -179,7 +181,8 @@ def export_scenario(scenario: Scenario, base: Scenario | None = None) -> Export:
     apply_natives(rebuilt, natives)
     target = scenario.model_dump(mode="python")
     rlplan = [(f, _get(target, f)) for f in SCENARIO_FIELDS if _get(rebuilt, f) != _get(target, f)]
-    return Export(overrides=items, rlplan=rlplan, scenario_name=scenario.name)
+    launch = LAUNCH.replace("verl.trainer.main_ppo", launch_module(scenario))
+    return Export(overrides=items, rlplan=rlplan, scenario_name=scenario.name, launch=launch)
 
 
 def export_overrides(scenario: Scenario, base: Scenario | None = None) -> list[tuple[str, Any]]:
@@ -240,7 +243,7 @@ def format_overrides(
         f"# verl 0.9.1 launch settings exported by rlplan{f' from {exp.scenario_name!r}' if exp.scenario_name else ''}.",
         "# '# rlplan:' lines hold settings verl has no key for; `python -m calculator estimate --verl FILE` reads them.",
         *_rlplan_lines(exp),
-        f"{LAUNCH} \\",
+        f"{exp.launch} \\",
     ]
     group = None
     for g, k, v in exp.overrides:

@@ -23,6 +23,7 @@ from calculator.verl.defaults import _FSDP_ONLY_KEYS, _MEGATRON_ONLY_KEYS, _MISS
 from calculator.verl.fields import _to_native, native_default, native_field_exists
 from calculator.verl.interpolate import _hydra_parse, _parse_scalar, _Resolver
 from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, IGNORED_PREFIXES, verl_to_native
+from calculator.verl.placement_keys import import_placement, is_placement_key
 from calculator.verl.shell import _RLPLAN_LINE, SCRIPT, _parse_script, _Unresolved
 
 _MEGATRON_PARALLEL = {
@@ -126,7 +127,7 @@ def _ref_megatron_key(imp: _Import, key: str) -> None:
 
 def _skipped_key(imp: _Import, key: str, raw: Any) -> bool:
     """Keys handled without a native field of their own (True when ``key`` was one of them)."""
-    if key == "model_engine":
+    if key == "model_engine" or is_placement_key(key):  # placement keys: _placement
         return True
     wrong = _MEGATRON_ONLY_KEYS if imp.engine == "fsdp" else _FSDP_ONLY_KEYS  # only in the other engine's config
     if key in wrong:
@@ -187,6 +188,22 @@ def _gpu_count(imp: _Import) -> None:
         imp.natives["hardware.num_gpus"] = per * max(nodes, 1)
     except (_Unresolved, TypeError, ValueError, OverflowError) as exc:
         imp.note(f"verl trainer.n_gpus_per_node / trainer.nnodes: cannot resolve ({exc}); ignored", always=True)
+
+
+def _placement(imp: _Import) -> None:
+    """Separate rollout / trainer pools (``calculator.verl.placement_keys``)."""
+
+    def value(key: str) -> Any:
+        try:
+            return imp.resolved(key)
+        except _Unresolved as exc:
+            imp.note(f"verl {key}: cannot resolve ({exc}); ignored", always=True)
+            return None
+
+    natives, notes = import_placement(imp.given, value)
+    imp.natives.update(natives)
+    for n in notes:
+        imp.note(n)
 
 
 def _critic_strategy(imp: _Import) -> None:
@@ -250,6 +267,7 @@ def _import_flat(
     for key, raw in sorted(given.items(), key=lambda kv: kv[0] not in ALIASES):
         _map_key(imp, key, raw)
     _gpu_count(imp)
+    _placement(imp)
     _critic_strategy(imp)
     if not quiet:
         imp.notes += [f"verl: {p.message}" for p in check_raw_config(given, imp.res, engine)]

@@ -168,6 +168,9 @@ RLPLAN_ONLY: tuple[str, ...] = (
     "data.mean_response_length",
     "overheads.",
     "efficiency.",
+    # placement: the recipes' keys are in calculator/verl/placement_keys.py; these two have none
+    "placement.physical_gpus_per_node",
+    "placement.mode",
 )
 
 # Keys a launch script needs whatever their value (verl has no default, or the default is a placeholder,

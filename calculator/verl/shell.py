@@ -35,6 +35,7 @@ from calculator.inputs.limits import (
 from calculator.inputs.readers import size_text
 from calculator.verl.arith import ArithUnresolved, evaluate
 from calculator.verl.keys import IGNORED_PREFIXES
+from calculator.verl.placement_keys import ENTRY_KEY, ENTRY_MODULES
 from calculator.verl.shellwords import split_words
 
 SCRIPT = "verl launch script"  # how refusals name the input
@@ -360,6 +361,9 @@ def _config_name(words: list[str], i: int, p: _Parsed, st: _ShellState) -> None:
 def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
     """The ``key=value`` overrides of a command line (``--config-name`` picks Megatron)."""
     for i, w in enumerate(words):
+        if w == "-m" and i + 1 < len(words) and words[i + 1] in ENTRY_MODULES:  # which trainer (placement)
+            _add_override(p, ENTRY_KEY, words[i + 1], st)
+            continue
         if w.startswith("--config-name"):
             _config_name(words, i, p, st)
             continue

@@ -31,6 +31,16 @@ QUICK: dict[str, list[tuple[str, str, str]]] = {
         ("seed001-grpo-max-optimization", "", "max optimization"),
     ],
     "n": [(CURRENT, f"rollout.n={n}", f"n = {n}") for n in (4, 8, 16)],
+    # issue 17: the same 8 GPUs colocated, or split 4 rollout + 4 trainer (verl's one_step_off recipe)
+    "placement": [
+        (CURRENT, "placement.mode=colocated\nhardware.num_gpus=8", "colocated 8"),
+        (
+            CURRENT,
+            "placement.mode=one_step_off\nhardware.num_gpus=4\nplacement.rollout_nnodes=1\n"
+            "placement.rollout_n_gpus_per_node=4",
+            "one-step-off 4 + 4",
+        ),
+    ],
 }
 
 

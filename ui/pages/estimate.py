@@ -12,6 +12,7 @@ from calculator import Report, estimate
 from ui import figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure
 from ui.i18n import tr, tr_or
+from ui.placement import render_placement
 from ui.text import md
 
 L = state.lang()
@@ -37,6 +38,7 @@ st.markdown(f"#### {tr(L, 'est.title')}")
 st.caption(md(render.scenario_caption(report, algo)))
 render.headline(report)
 render.advice(scenario, report)
+render_placement(scenario, report, L)  # split placements only (ui/placement.py)
 
 # ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
 fig_time = step_time_figure(report, lang=L) if report.time is not None else None

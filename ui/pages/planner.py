@@ -13,12 +13,14 @@ from ui import inputs, keys, render, state
 from ui.fields import encode_value
 from ui.i18n import tr
 from ui.options import gpu_ids, gpu_label
+from ui.placement import split_column
 from ui.text import md
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def run_plan(s: Scenario, gpus: tuple[str, ...], max_gpus: int, margin: float) -> dict[str, Any]:
-    """The plan as JSON data (a large sweep over GPU types and counts: cached, shared by every session)."""
+    """The plan as JSON data (a large sweep over GPU types and counts: cached, shared by every session). A split
+    placement in the sidebar also searches the split of each row's GPUs (``row["split"]``)."""
     return plan(s, gpus=list(gpus) or None, max_gpus=max_gpus, margin=margin).model_dump(mode="json")
 
 
@@ -87,6 +89,7 @@ for row in data.get("rows", []):
             tr(L, "plan.settings"): _settings(rec.get("settings")),
             tr(L, "plan.min_settings"): _settings(row.get("min_settings")),
             tr(L, "plan.note"): row.get("note", ""),
+            **split_column(data, row, L),
         }
     )
 st.dataframe(
@@ -107,6 +110,8 @@ if with_overrides:
         for r in with_overrides:
             st.markdown(f"**{md(r.get('gpu_name') or r.get('gpu'))}**")
             st.code(" \\\n".join(r["recommended"]["verl_overrides"]), language="bash")
+            if r.get("split"):
+                st.code(" \\\n".join(r["split"]["verl_overrides"]), language="bash")
 if "elapsed_s" in data:
     st.caption(tr(L, "plan.elapsed", s=float(data["elapsed_s"])))
 st.download_button(

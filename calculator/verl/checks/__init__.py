@@ -29,6 +29,7 @@ from calculator.resolve.resolved import Resolved
 from calculator.verl.checks.algorithm import GROUP_ESTIMATORS_FALLBACK, VLLM_MAX_LORA_RANK, _algorithm_rules
 from calculator.verl.checks.batch import _batch_rules, _dynamic_rules
 from calculator.verl.checks.parallel import _arch, _heads_rules, _parallel_rules
+from calculator.verl.checks.placement import placement_rules
 from calculator.verl.checks.problem import (
     SRC_ACTOR_POST,
     SRC_ACTOR_VALIDATE,
@@ -86,7 +87,7 @@ def check_config(scenario: Scenario | Resolved) -> list[ConfigProblem]:
     s = scenario.scenario if isinstance(scenario, Resolved) else scenario
     problems = (
         _batch_rules(s) + _dynamic_rules(s) + _heads_rules(s, _arch(s)) + _parallel_rules(s) + _algorithm_rules(s)
-    )
+    ) + placement_rules(s)
     seen: set[str] = set()
     unique = []
     for p in problems:

@@ -17,6 +17,7 @@ from calculator.inputs.algorithms import (
     algorithm_for,
     algorithm_label,
     recipe_overrides,
+    role_settings,
 )
 from calculator.inputs.presets import (
     MAX_INPUT_BYTES,
@@ -86,6 +87,7 @@ __all__ = [
     "algorithm_for",
     "algorithm_label",
     "recipe_overrides",
+    "role_settings",
     # planning
     "Advice",
     "Plan",

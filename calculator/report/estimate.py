@@ -68,6 +68,7 @@ def rollout_out(ctx: Context) -> RolloutOut:
         startup_free_gib=memory.startup_free_bytes(ctx) / GIB_BYTES,
         startup_required_gib=memory.startup_required_bytes(ctx) / GIB_BYTES,
         starts=memory.engine_starts(ctx),
+        max_model_len=r.rollout.max_model_len,
         formulas=rb.formulas,
     )
 
@@ -152,6 +153,7 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
     rollout = rollout_out(ctx)
     checks = check_config(ctx.r)
     v = verdict(ctx, expected, worst, rollout, checks)
+    rollout = rollout.model_copy(update={"start_reasons": v.start_reasons})
     peak = peak_out(ctx, expected, worst, v)
     warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
     warnings += [f"verl: {p.message}" for p in checks]

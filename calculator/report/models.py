@@ -119,6 +119,12 @@ class RolloutOut(_Frozen):
     startup_free_gib: float
     startup_required_gib: float
     starts: bool
+    start_reasons: list[str] = Field(
+        default_factory=list, description="Why the engine cannot start (the same lines as in peak.reasons)."
+    )
+    max_model_len: int = Field(
+        default=0, description="The engine's max_model_len (the KV check needs one such sequence)."
+    )
     formulas: dict[str, str]
 
 

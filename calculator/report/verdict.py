@@ -109,6 +109,7 @@ class Verdict:
 
     reasons: list[str]
     worst_case_reasons: list[str]
+    start_reasons: list[str]  # criteria 2-4 only (the rollout engine), also in both lists above
     time_reason: str | None  # why the step cannot run (no step time), None when it can
 
 
@@ -134,6 +135,7 @@ def verdict(
     return Verdict(
         reasons=mem + rest,
         worst_case_reasons=wmem + rest,
+        start_reasons=startup,
         time_reason=None if rollout.starts else " ".join(startup) or "the rollout engine cannot start",
     )
 

@@ -250,3 +250,13 @@ def test_benchmark_runs():
     )
     assert r.returncode == 0, r.stderr
     assert "one full table" in r.stdout
+
+
+def test_v100_is_not_planned_with_bf16():
+    """Issue 13 item 10: V100 has no bf16 (vLLM refuses bfloat16 below compute capability 8.0); verl runs bf16
+    by default, so the row is excluded with the reason, never recommended."""
+    p = plan(load_scenario(BASE), gpus=["v100-16gb", "h100-80gb"], max_gpus=16)
+    v100 = next(r for r in p.rows if r.gpu == "v100-16gb")
+    assert v100.recommended is None and v100.min_gpus is None
+    assert v100.note.startswith("excluded: V100-SXM2-16GB has no bf16")
+    assert p.rows[-1].gpu == "v100-16gb"  # rows without a configuration go last

@@ -24,6 +24,8 @@ def _invariants(r) -> None:
     assert r.peak.worst_case_fits == (r.peak.worst_case_reasons == [])
     assert (r.time.step_s is None) == (not r.rollout.starts)
     assert (r.time.reason is None) == r.rollout.starts
+    assert (r.rollout.start_reasons == []) == r.rollout.starts
+    assert all(x in r.peak.reasons and x in r.peak.worst_case_reasons for x in r.rollout.start_reasons)
     if r.time.step_s is not None:
         assert r.time.step_s == pytest.approx(sum(r.time.phases_s.values()), rel=1e-12)
 
@@ -109,3 +111,17 @@ def test_memory_fix_follows_the_largest_component():
     ctx = build_context(load_scenario(BASE))
     rollout = next(p for p in memory.all_phases(ctx) if p.name == "rollout")
     assert "gpu_memory_utilization" in memory_fix(rollout)  # rollout_weights / kv_cache dominate
+
+
+def test_switching_to_ppo_fills_the_critic_micro_batch_verl_requires():
+    """Issue 13 item 8: gae on the GRPO preset leaves critic.ppo_micro_batch_size_per_gpu unset and dynamic batching
+    off, which verl's CriticConfig.__post_init__ rejects; role_settings gives it the actor's (16)."""
+    from calculator import role_settings
+
+    ppo = load_scenario(BASE, overrides={"algorithm.adv_estimator": "gae"})
+    assert any(x.startswith("verl rejects the config: [critic]") for x in estimate(ppo).peak.reasons)
+    assert role_settings(ppo) == {"critic.ppo_micro_batch_size_per_gpu": 16}
+    filled = estimate(load_scenario(ppo, overrides=role_settings(ppo)))
+    assert not any(x.startswith("verl rejects") for x in filled.peak.reasons)
+    assert role_settings(load_scenario(BASE)) == {}  # GRPO: no critic
+    assert role_settings(load_scenario("qwen2.5-7b-ppo-8xh100")) == {}  # dynamic batching: nothing missing

@@ -107,7 +107,7 @@ def test_lora_only_when_allowed_and_needed(base):
 
 def test_nothing_fits_gives_null_and_a_note(base):
     huge = load_scenario(base, overrides={"model.path": "qwen2.5-72b"})
-    row = plan(huge, gpus=["v100-16gb"], max_gpus=4).rows[0]
+    row = plan(huge, gpus=["a10g-24gb"], max_gpus=4).rows[0]  # 72B on at most 4 x 24 GB
     assert row.min_gpus is None and row.recommended is None
     assert "nothing fits up to 4 GPUs" in row.note
 

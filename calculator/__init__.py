@@ -30,6 +30,7 @@ from calculator.inputs.algorithms import (
     algorithm_for,
     algorithm_label,
     recipe_overrides,
+    role_settings,
 )
 from calculator.inputs.limits import MAX_LOG_BYTES, MAX_TRACEBACK_BYTES
 from calculator.inputs.presets import (
@@ -100,6 +101,7 @@ __all__ = [
     "algorithm_for",
     "algorithm_label",
     "recipe_overrides",
+    "role_settings",
     # planning
     "Advice",
     "Plan",

@@ -113,7 +113,9 @@ def check_invariants(r) -> None:
     assert r.peak.gib_per_gpu == max(p.total_gib for p in r.phases)
     assert math.isfinite(r.peak.gib_per_gpu) and math.isfinite(r.peak.headroom_gib)
     if r.time is not None:
-        assert r.time.step_s >= 0 and all(v >= 0 for v in r.time.phases_s.values())
+        assert (r.time.step_s is None) == (not r.rollout.starts)  # no time for a step that cannot run
+        assert (r.time.step_s or 0.0) >= 0 and all(v >= 0 for v in r.time.phases_s.values() if v is not None)
+    assert r.peak.fits == (r.peak.reasons == [])
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

@@ -187,7 +187,9 @@ def _hover(p: TradeoffPoint) -> str:
 def tradeoff_figure(
     points: Sequence[TradeoffPoint], current: TradeoffPoint | None = None, lang: str = "en"
 ) -> go.Figure:
-    """Peak GiB per GPU (x) against step time (y) for every swept setting."""
+    """Peak GiB per GPU (x) against step time (y) for every swept setting that can run (a setting whose
+    rollout engine cannot start has no step time)."""
+    points = [p for p in points if p.step_s is not None]
     fig = go.Figure()
     groups = (
         ("no_fit", [p for p in points if not p.fits], INFEASIBLE_COLOR, 6),

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculator import Advice, Report, Scenario, advise
+from calculator import Advice, Report, Scenario, Suggestion, advise
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.text import md, md_lines
@@ -48,7 +48,8 @@ def headline(report: Report) -> None:
 
 
 def _verdict(report: Report) -> None:
-    """Fits / fits but not at max lengths / the engine does not start / out of memory."""
+    """Fits / fits but not at max lengths / does not fit, with every reason from ``peak.reasons`` (one source
+    for every view: calculator/report/verdict.py) and its fix."""
     L = state.lang()
     r = report
     p = r.peak
@@ -59,28 +60,40 @@ def _verdict(report: Report) -> None:
             icon=":material/check_circle:",
         )
     elif p.fits:
-        st.warning(
-            tr(
-                L,
-                "head.fits_not_worst",
-                peak=p.gib_per_gpu,
-                usable=usable,
-                phase=p.phase,
-                worst=p.worst_case_gib_per_gpu,
-                worst_phase=p.worst_case_phase,
-            ),
-            icon=":material/warning:",
+        head = tr(
+            L,
+            "head.fits_not_worst",
+            peak=p.gib_per_gpu,
+            usable=usable,
+            phase=p.phase,
+            worst=p.worst_case_gib_per_gpu,
+            worst_phase=p.worst_case_phase,
         )
-    elif not r.rollout.starts and p.gib_per_gpu <= usable:
-        st.error(
-            tr(L, "head.no_start", free=r.rollout.startup_free_gib, required=r.rollout.startup_required_gib),
-            icon=":material/block:",
-        )
+        st.warning(head + "\n\n" + md_lines(p.worst_case_reasons, limit=1000), icon=":material/warning:")
     else:
         st.error(
-            tr(L, "head.oom", peak=p.gib_per_gpu, usable=usable, phase=p.phase, over=-p.headroom_gib),
+            "**" + tr(L, "head.not_fit", n=len(p.reasons)) + "**\n\n" + md_lines(p.reasons, limit=1000),
             icon=":material/error:",
         )
+
+
+def peak_delta(report: Report) -> str:
+    """The peak metric's delta: the memory headroom, saying 'does not fit' when the verdict fails anyway."""
+    p = report.peak
+    if p.fits or p.headroom_gib < 0:
+        return f"{p.headroom_gib:+.2f} GiB"
+    return tr(state.lang(), "metric.memory_headroom", headroom=p.headroom_gib)
+
+
+def column_verdict(report: Report) -> None:
+    """A short verdict for a narrow column (Compare): fits, or the first reason and how many more."""
+    L = state.lang()
+    reasons = report.peak.reasons
+    if not reasons:
+        st.caption(":green[:material/check_circle:] " + tr(L, "cmp.fits"))
+        return
+    more = " " + tr(L, "cmp.more_reasons", n=len(reasons) - 1) if len(reasons) > 1 else ""
+    st.caption(":red[:material/error:] " + md(tr(L, "cmp.not_fit", reason=reasons[0]) + more, limit=600))
 
 
 def _metrics(report: Report) -> None:
@@ -94,8 +107,8 @@ def _metrics(report: Report) -> None:
     cols[0].metric(
         tr(L, "metric.peak"),
         _fmt_gib(p.gib_per_gpu),
-        delta=f"{p.headroom_gib:+.2f} GiB",
-        delta_color="normal",
+        delta=peak_delta(r),
+        delta_color="normal" if p.fits or p.headroom_gib < 0 else "off",
         help=tr(L, "metric.peak_help"),
         border=True,
     )
@@ -126,26 +139,36 @@ def _metrics(report: Report) -> None:
         border=True,
     )
     ro = r.rollout
-    waves = -(-ro.sequences_per_replica // max(1, ro.max_concurrent_sequences_per_replica))
     cols[4].metric(
         tr(L, "metric.concurrency"),
         f"{ro.max_concurrent_sequences_per_replica:,} / {ro.sequences_per_replica:,}",
-        delta=tr(L, "metric.waves", waves=waves, replicas=ro.num_replicas),
+        delta=_concurrency_delta(r),
         delta_color="off",
         delta_arrow="off",
         help=tr(L, "metric.concurrency_help"),
         border=True,
     )
     if r.time is not None:
+        step = r.time.step_s
         cols[5].metric(
             tr(L, "metric.step_time"),
-            f"{r.time.step_s:,.1f} s",
-            delta=f"{r.time.tokens_per_s:,.0f} tok/s",
+            "—" if step is None else f"{step:,.1f} s",
+            delta=tr(L, "metric.no_start") if step is None else f"{r.time.tokens_per_s:,.0f} tok/s",
             delta_color="off",
             delta_arrow="off",
             help=tr(L, "metric.step_time_help"),
             border=True,
         )
+
+
+def _concurrency_delta(r: Report) -> str:
+    """Waves of generation per step, only when the engine starts (no waves without a KV cache)."""
+    L = state.lang()
+    ro = r.rollout
+    if not ro.starts or ro.max_concurrent_sequences_per_replica <= 0:
+        return tr(L, "metric.no_start")
+    waves = -(-ro.sequences_per_replica // ro.max_concurrent_sequences_per_replica)
+    return tr(L, "metric.waves", waves=waves, replicas=ro.num_replicas)
 
 
 def chart(fig: go.Figure, key: str, filename: str) -> None:
@@ -220,7 +243,8 @@ def apply_changes(changes: dict[str, Any]) -> None:
 
 
 def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
-    """What to change when it does not fit (calculator.planning.advisor): ranked, each one click away."""
+    """What to change when it does not fit (calculator.planning.advisor): every option, those that fit first
+    (the advisor's order), the first ``limit`` shown and the rest one toggle away; each one click away."""
     if report.peak.fits and report.peak.worst_case_fits:
         return
     L = state.lang()
@@ -229,10 +253,11 @@ def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
     except Exception as exc:  # the estimate above stays useful: say what failed, never a traceback
         st.caption(md(tr(L, "adv.failed", why=f"{type(exc).__name__}: {exc}")))
         return
-    suggestions = [sg for sg in result.suggestions if sg.helps][:limit]
+    suggestions = list(result.suggestions)
     if not suggestions:
         return
-    with st.expander(tr(L, "adv.title", n=len(result.suggestions)), expanded=True, icon=":material/build:"):
+    n_fit = sum(sg.fits for sg in suggestions)
+    with st.expander(tr(L, "adv.title", n=len(suggestions), fit=n_fit), expanded=True, icon=":material/build:"):
         st.caption(tr(L, "adv.caption"))
         head = st.columns([5, 2, 2, 2, 2])
         for col, text in zip(
@@ -241,22 +266,43 @@ def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
             strict=True,
         ):
             col.markdown(f"<span style='color:#607d8b;font-size:0.85rem'>{text}</span>", unsafe_allow_html=True)
-        for i, sg in enumerate(suggestions):
-            c = st.columns([5, 2, 2, 2, 2], vertical_alignment="center")
-            mark = ":green[:material/check_circle:]" if sg.fits else ":orange[:material/remove_circle:]"
-            c[0].markdown(
-                f"{mark} **{sg.title}**", help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides)
-            )
-            c[1].markdown(f"{sg.peak_gib_per_gpu:.2f} GiB")
-            c[2].markdown(f"−{sg.saving_gib:.2f} GiB" if sg.saving_gib >= 0 else f"+{-sg.saving_gib:.2f} GiB")
-            c[3].markdown("—" if sg.added_step_s is None else f"{sg.added_step_s:+.1f} s")
-            c[4].button(
-                tr(L, "adv.apply"),
-                key=f"adv_apply_{i}",
-                on_click=apply_changes,
-                args=(dict(sg.native_changes),),
-                width="stretch",
-            )
+        shown = suggestions[:limit]
+        if len(suggestions) > limit and st.toggle(tr(L, "adv.show_all", n=len(suggestions)), key="adv_show_all"):
+            shown = suggestions
+        for i, sg in enumerate(shown):
+            _advice_row(i, sg)
+
+
+def _advice_row(i: int, sg: Suggestion) -> None:
+    """One option: fits / helps / does not help, peak after, saving, step time (— when it cannot run), Apply."""
+    L = state.lang()
+    c = st.columns([5, 2, 2, 2, 2], vertical_alignment="center")
+    if sg.fits:
+        mark = ":green[:material/check_circle:]"
+    elif sg.helps:
+        mark = ":orange[:material/remove_circle:]"
+    else:
+        mark = ":grey[:material/block:]"
+    why = "\n".join(f"- {x}" for x in sg.fit.reasons)
+    c[0].markdown(
+        f"{mark} **{sg.title}**",
+        help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides) + (f"\n\n{why}" if why else ""),
+    )
+    c[1].markdown(f"{sg.peak_gib_per_gpu:.2f} GiB")
+    c[2].markdown(f"−{sg.saving_gib:.2f} GiB" if sg.saving_gib >= 0 else f"+{-sg.saving_gib:.2f} GiB")
+    if sg.added_step_s is not None:
+        c[3].markdown(f"{sg.added_step_s:+.1f} s")
+    elif sg.step_s is not None:  # the current scenario cannot run: no delta, the option's own step time
+        c[3].markdown(f"{sg.step_s:,.1f} s")
+    else:
+        c[3].markdown("—")
+    c[4].button(
+        tr(L, "adv.apply"),
+        key=f"adv_apply_{i}",
+        on_click=apply_changes,
+        args=(dict(sg.native_changes),),
+        width="stretch",
+    )
 
 
 def scenario_caption(report: Report, algorithm: str) -> str:

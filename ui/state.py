@@ -28,6 +28,7 @@ from calculator import (
     parse_size,
     read_json_text,
     recipe_overrides,
+    role_settings,
     scenario_preset,
 )
 from calculator import model_families as families
@@ -146,8 +147,19 @@ def on_algo_change() -> None:
         dapo = recipe_overrides("DAPO", train)
         current = {p: st.session_state.get(keys.field_key(p)) for p in dapo}
         if current != dapo:  # the DAPO recipe was not in place: leave the user's settings alone
-            return
+            recipe = {}
     for path, value in recipe.items():
+        _set_field(path, value)
+    _fill_roles()
+
+
+def _fill_roles() -> None:
+    """Fill what the new algorithm's roles need and the inputs leave unset (PPO's critic micro-batch =
+    the actor's, as verl's PPO examples set it: ``calculator.role_settings``), so that verl accepts the switch."""
+    s = build_scenario().scenario
+    if s is None:
+        return
+    for path, value in role_settings(s).items():
         _set_field(path, value)
 
 

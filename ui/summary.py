@@ -55,7 +55,7 @@ def markdown_summary(s: Scenario, report: Report, lang: str = "en", algorithm: s
     """A self-contained Markdown summary: settings, key figures, the peak phase's components, all phases."""
     r = report
     t = lambda key, **kw: tr(lang, key, **kw)  # noqa: E731
-    fits = t("md.fits") if r.peak.fits else t("md.does_not_fit")
+    fits = t("md.fits") if r.peak.fits else f"**{t('md.does_not_fit')}** ({t('md.why')} ↓)"
     worst_fits = t("md.fits") if r.peak.worst_case_fits else t("md.does_not_fit")
     lines = [
         f"# {t('md.title')}: {s.name}",
@@ -85,10 +85,13 @@ def markdown_summary(s: Scenario, report: Report, lang: str = "en", algorithm: s
         f"({t('md.at_max_len')} {r.rollout.max_concurrent_sequences_per_replica_at_max_len}) / "
         f"{r.rollout.sequences_per_replica} {t('md.sequences_per_replica')} |",
     ]
-    if r.time is not None:
+    if r.time is not None and r.time.step_s is None:
+        lines.append(f"| {t('md.step_time')} | {t('md.step_none')} |")
+    elif r.time is not None:
         lines.append(
             f"| {t('md.step_time')} | {r.time.step_s:.1f} s ({r.time.tokens_per_s:,.0f} {t('md.tokens_per_s')}) |"
         )
+    lines += _reason_lines(r, t)
     peak = next(p for p in r.phases if p.name == r.peak.phase)
     lines += ["", f"## {t('md.peak_breakdown', phase=peak.name)}", ""]
     lines += [
@@ -110,7 +113,7 @@ def markdown_summary(s: Scenario, report: Report, lang: str = "en", algorithm: s
         lines.append(f"| `{p.name}` | {p.total_gib:.2f} | " + ", ".join(f"{n} {g:.1f}" for n, g in top) + " |")
     if r.time is not None and r.time.phases_s:
         lines += ["", f"## {t('md.time_phases')}", "", f"| {t('md.phase')} | s |", "|---|---:|"]
-        lines += [f"| `{k}` | {v:.2f} |" for k, v in r.time.phases_s.items()]
+        lines += [f"| `{k}` | {'—' if v is None else f'{v:.2f}'} |" for k, v in r.time.phases_s.items()]
     settings = non_default_settings(s)
     lines += ["", f"## {t('md.settings')}", "", f"| {t('md.field')} | {t('md.value')} |", "|---|---|"]
     for k, v in settings.items():
@@ -122,6 +125,15 @@ def markdown_summary(s: Scenario, report: Report, lang: str = "en", algorithm: s
     return "\n".join(line for line in lines if line is not None)
 
 
+def _reason_lines(r: Report, t: Any) -> list[str]:
+    """The verdict's reasons (``peak.reasons``, else ``peak.worst_case_reasons``), one bullet each."""
+    if r.peak.reasons:
+        return ["", f"## {t('md.why')}", ""] + [f"- {_md_escape(x)}" for x in r.peak.reasons]
+    if r.peak.worst_case_reasons:
+        return ["", f"## {t('md.why_worst')}", ""] + [f"- {_md_escape(x)}" for x in r.peak.worst_case_reasons]
+    return []
+
+
 def comparison_markdown(items: list[tuple[str, Scenario, Report]], diff_keys: list[str], lang: str = "en") -> str:
     t = lambda key, **kw: tr(lang, key, **kw)  # noqa: E731
     head = "| | " + " | ".join(label for label, _, _ in items) + " |"
@@ -131,7 +143,10 @@ def comparison_markdown(items: list[tuple[str, Scenario, Report]], diff_keys: li
     lines.append(f"| {t('md.peak_phase')} | " + " | ".join(f"`{r.peak.phase}`" for _, _, r in items) + " |")
     lines.append(
         f"| {t('md.fits_q')} | "
-        + " | ".join(t("md.fits") if r.peak.fits else t("md.does_not_fit") for _, _, r in items)
+        + " | ".join(
+            t("md.fits") if r.peak.fits else t("md.does_not_fit") + ": " + _md_escape("; ".join(r.peak.reasons))
+            for _, _, r in items
+        )
         + " |"
     )
     lines.append(

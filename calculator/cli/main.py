@@ -147,22 +147,38 @@ def format_report(r: Report) -> str:
     for p in r.phases:
         top = sorted(p.components.items(), key=lambda kv: -kv[1])[:4]
         lines.append(f"{p.name:<15} {p.total_gib:>8.2f}  " + ", ".join(f"{k} {v:.2f}" for k, v in top))
-    pk = r.peak
-    verdict = "fits" if pk.fits else "DOES NOT FIT"
-    lines += [
-        "",
-        f"peak: {pk.gib_per_gpu:.2f} GiB in {pk.phase} -> {verdict} (headroom {pk.headroom_gib:.2f} GiB); "
-        f"worst case (max lengths) {pk.worst_case_gib_per_gpu:.2f} GiB in {pk.worst_case_phase}",
-        f"rollout: {r.rollout.num_replicas} replicas, KV {r.rollout.kv_cache_gib_per_gpu:.2f} GiB/GPU = "
-        f"{r.rollout.kv_cache_tokens_per_replica} tokens/replica, concurrency {r.rollout.max_concurrent_sequences_per_replica}"
-        f" vs {r.rollout.sequences_per_replica} sequences per replica",
-    ]
-    if r.time is not None:
-        lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
-    lines += placement_lines(r)
+    lines += ["", *verdict_lines(r), *rollout_lines(r), *placement_lines(r)]
     for w in r.warnings:
         lines.append(f"warning: {one_line(w)}")
     return "\n".join(lines)
+
+
+def verdict_lines(r: Report) -> list[str]:
+    """The verdict with its reasons (``peak.reasons``, one source for every view)."""
+    pk = r.peak
+    worst = f"worst case (max lengths) {pk.worst_case_gib_per_gpu:.2f} GiB in {pk.worst_case_phase}"
+    if pk.fits:
+        lines = [f"peak: {pk.gib_per_gpu:.2f} GiB in {pk.phase} -> fits (headroom {pk.headroom_gib:.2f} GiB); {worst}"]
+        return lines + [f"at max lengths it does not fit: {one_line(x)}" for x in pk.worst_case_reasons]
+    lines = [
+        f"peak: {pk.gib_per_gpu:.2f} GiB in {pk.phase} (memory headroom {pk.headroom_gib:.2f} GiB) -> DOES NOT FIT "
+        f"({len(pk.reasons)} reason{'s' if len(pk.reasons) != 1 else ''}); {worst}"
+    ]
+    return lines + [f"why: {one_line(x)}" for x in pk.reasons]
+
+
+def rollout_lines(r: Report) -> list[str]:
+    ro = r.rollout
+    lines = [
+        f"rollout: {ro.num_replicas} replicas, KV {ro.kv_cache_gib_per_gpu:.2f} GiB/GPU = "
+        f"{ro.kv_cache_tokens_per_replica} tokens/replica, concurrency {ro.max_concurrent_sequences_per_replica}"
+        f" vs {ro.sequences_per_replica} sequences per replica",
+    ]
+    if r.time is not None and r.time.step_s is None:
+        lines.append("step: no step time, the step cannot run (the rollout engine cannot start; see why:)")
+    elif r.time is not None:
+        lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
+    return lines
 
 
 def report_json(r: Report) -> dict[str, Any]:

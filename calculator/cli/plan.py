@@ -124,6 +124,8 @@ def format_advice(a: Advice) -> str:
             f"{s.rank:>3} {mark} {('yes' if s.fits else 'no'):<5} {s.peak_gib_per_gpu:>8.1f} "
             f"{_f(s.added_step_s, 1):>8}  [{s.tier}] {s.title}" + ("" if s.helps else " (does not help)")
         )
+        if not s.fits:  # "no" always says why (e.g. the worst case when the peak is below the limit)
+            lines.append(f"{'':>9}why not: {one_line('; '.join(s.fit.reasons))}")
     first = next((s for s in a.suggestions if s.first_fit), None)
     if first is not None:
         lines += ["", f"first change that fits (#{first.rank}, {first.title}): verl overrides"]

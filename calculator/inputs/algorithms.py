@@ -106,6 +106,27 @@ def recipe_overrides(label: str, train_batch_size: int) -> dict[str, Any]:
     return recipe or dict(RECIPE_DEFAULTS)
 
 
+# verl's PPO examples give the critic the actor's micro-batch (examples/ppo_trainer/run_deepseek7b_llm.sh:
+# actor 8 / critic 8; docs/start/quickstart.rst: 4 / 4); the quickstart's 4 when the actor has none either.
+QUICKSTART_MICRO_BATCH_PER_GPU = 4
+
+
+def role_settings(s: Scenario) -> dict[str, Any]:
+    """What a critic-using algorithm (``gae``, PPO) needs that a critic-free scenario leaves unset, so that
+    switching to PPO gives a config verl accepts (issue 13 item 8). verl 0.9.1 ``CriticConfig.__post_init__``
+    raises when neither ``critic.ppo_micro_batch_size(_per_gpu)`` is set and dynamic batching is off (the
+    critic's ``use_dynamic_bsz`` defaults to the actor's in ``ppo_trainer.yaml``). Returns native dotted
+    fields: the critic's micro-batch = the actor's, as verl's PPO examples set it; empty when nothing is missing.
+    Left out: a critic enabled without PPO (``critic.enable``) keeps what the user set."""
+    if s.algorithm.adv_estimator != "gae" or s.critic.ppo_micro_batch_size_per_gpu is not None:
+        return {}
+    dynamic = s.critic.use_dynamic_bsz if s.critic.use_dynamic_bsz is not None else s.actor.use_dynamic_bsz
+    if dynamic:
+        return {}
+    micro = s.actor.ppo_micro_batch_size_per_gpu or QUICKSTART_MICRO_BATCH_PER_GPU
+    return {"critic.ppo_micro_batch_size_per_gpu": micro}
+
+
 __all__ = [
     "ALGORITHMS",
     "ALGORITHM_BY_LABEL",
@@ -118,4 +139,5 @@ __all__ = [
     "algorithm_for",
     "algorithm_label",
     "recipe_overrides",
+    "role_settings",
 ]

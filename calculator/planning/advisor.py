@@ -12,12 +12,14 @@ batch token budget, smaller micro-batches, Ulysses SP, CUDA graphs off, ``free_c
 ``max_model_len`` capped, LoRA). A lever with a size (a utilization, a TP, a budget) is tried from
 the mildest value to the strongest; the mildest that fits is kept, else the strongest valid one.
 
-Ranking: first the changes that keep the experiment and the hardware ("settings"), then more GPUs of
-the same type ("hardware": same experiment, more money), then changes to the experiment ("workload":
-smaller batch, fewer responses, shorter lengths, LoRA instead of full fine-tuning). Within a group,
-by the step time the change adds (estimate's ``time.step_s``; when there is no step time, by the
-lever's mechanism class: 0 none, 1 small, 2 medium, 3 large), then by the peak it leaves. The first
-suggestion in that order that fits is highlighted (``first_fit``). ``combined`` stacks the settings
+Ranking (issue 13 item 7): the options that fit first, then those that bring the scenario closer to fitting,
+then the rest. Within each, first the changes that keep the experiment and the hardware ("settings"), then
+more GPUs of the same type ("hardware": same experiment, more money), then changes to the experiment
+("workload": smaller batch, fewer responses, shorter lengths, LoRA instead of full fine-tuning). Within a
+group, by the changed scenario's step time (estimate's ``time.step_s``: the same order as the time the change
+adds, and still defined when the current scenario cannot run and has no step time; an option without one goes
+last), then by the lever's mechanism class (0 none, 1 small, 2 medium, 3 large), then by the peak it leaves.
+``added_step_s`` is null when either step time is. The first suggestion, when it fits, is ``first_fit``. ``combined`` stacks the settings
 changes in rank order, keeping each one that lowers a failing figure, until the scenario fits.
 
 The levers and the candidate changes of each are in ``calculator.planning.levers``.
@@ -25,6 +27,7 @@ The levers and the candidate changes of each are in ``calculator.planning.levers
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -99,9 +102,10 @@ class Advice(_Frozen):
 
 
 RANKING = (
-    "settings changes (same experiment, same GPUs) first, then more GPUs, then changes to the experiment "
-    "(batch, responses per prompt, lengths, LoRA); within each, by step time added (or the mechanism's "
-    "time class without a step-time model), then by the peak left"
+    "options that fit first, then those that bring it closer to fitting, then the rest; within each, settings "
+    "changes (same experiment, same GPUs) first, then more GPUs, then changes to the experiment (batch, "
+    "responses per prompt, lengths, LoRA); then by step time (an option whose engine cannot start has none and "
+    "goes last), then by the peak left"
 )
 
 
@@ -153,7 +157,7 @@ def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[Lever, _Tr
     if ev is not None:
         lever = Lever(
             "searched_settings",
-            f"Fastest fitting settings at {n} GPUs (planner search)",
+            f"Settings found by the planner's search at {n} GPUs",
             "settings",
             2,
             "planner",
@@ -175,6 +179,21 @@ def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[Lever, _Tr
             "fastest settings found there.",
         )
     return [(lever, _Tried(native_diff(s, ev.scenario), ev.scenario, ev.report, ev.fit))]
+
+
+def _name_fastest(ranked: list[tuple[Suggestion, Lever]]) -> list[tuple[Suggestion, Lever]]:
+    """Call the planner's searched settings the fastest fitting ones only when no other fitting option at the
+    same GPU count is faster (the search relaxes greedily, one lever at a time: a single change can beat it)."""
+    out = []
+    for sug, lv in ranked:
+        if lv.lever == "searched_settings" and sug.fits and sug.step_s is not None:
+            rivals = [x.step_s for x, _ in ranked if x.fits and x.num_gpus == sug.num_gpus and x.step_s is not None]
+            if sug.step_s <= min(rivals):
+                sug = sug.model_copy(
+                    update={"title": f"Fastest fitting settings at {sug.num_gpus} GPUs (planner search)"}
+                )
+        out.append((sug, lv))
+    return out
 
 
 def _suggestion(s: Scenario, base: Report, lever: Lever, t: _Tried, base_fit: FitCheck) -> Suggestion:
@@ -206,9 +225,21 @@ def _suggestion(s: Scenario, base: Report, lever: Lever, t: _Tried, base_fit: Fi
     )
 
 
-def _rank_key(sug: Suggestion, time_class: int, use_time: bool) -> tuple[Any, ...]:
-    added = sug.added_step_s if use_time and sug.added_step_s is not None else float(time_class)
-    return (not sug.helps, TIER_ORDER[sug.tier], added, time_class, sug.fit.overshoot_gib, sug.peak_gib_per_gpu)
+def _rank_key(sug: Suggestion, time_class: int) -> tuple[Any, ...]:
+    """Fitting options first, then those that help, then the rest; within each, by tier, then by step time
+    (the changed scenario's ``time.step_s``: the same order as the time added, and defined when the current
+    scenario has no step time because its engine cannot start; an option without one goes last), then by the
+    lever's mechanism class, the overshoot and the peak."""
+    step = sug.step_s if sug.step_s is not None else math.inf
+    return (
+        not sug.fits,
+        not sug.helps,
+        TIER_ORDER[sug.tier],
+        step,
+        time_class,
+        sug.fit.overshoot_gib,
+        sug.peak_gib_per_gpu,
+    )
 
 
 def _improves(new: FitCheck, cur: FitCheck) -> bool:
@@ -268,6 +299,7 @@ def advise(
         base.peak.gib_per_gpu <= base_fit.usable_memory_gib
         and base_fit.worst_case_fits
         and (base_fit.engine_starts and base_fit.kv_holds_max_model_len)
+        and not base_fit.verl_errors
     ):
         status = "within_margin"
     else:
@@ -279,14 +311,14 @@ def advise(
         for lever, t in picked + _planned(s, margin, max_gpus):
             if t is not None:
                 ranked.append((_suggestion(s, base, lever, t, base_fit), lever))
-        use_time = base.time is not None and all(sug.added_step_s is not None for sug, _ in ranked)
-        ranked.sort(key=lambda x: _rank_key(x[0], x[1].time_class, use_time))
+        ranked.sort(key=lambda x: _rank_key(x[0], x[1].time_class))
         combo = _combined(s, base, ranked, margin)
         if combo is not None:
             combined = combo[0]
             if combined.fits:  # a stack that fits competes with the single changes
                 ranked.append(combo)
-                ranked.sort(key=lambda x: _rank_key(x[0], x[1].time_class, use_time))
+                ranked.sort(key=lambda x: _rank_key(x[0], x[1].time_class))
+        ranked = _name_fastest(ranked)
     first = next((i for i, (sug, _) in enumerate(ranked) if sug.fits), None)
     suggestions = [sug.model_copy(update={"rank": i + 1, "first_fit": i == first}) for i, (sug, _) in enumerate(ranked)]
     return Advice(

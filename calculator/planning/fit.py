@@ -1,5 +1,5 @@
 """The fit rule and the startup rules of verl and vLLM that the planner and the advisor apply
-(issue #6). A configuration **fits** when all four hold:
+(issue #6). A configuration **fits** when all five hold:
 
 1. expected peak (``report.peak.gib_per_gpu``, mean lengths) <= usable x (1 - margin);
 2. worst-case peak (every sequence at max length) <= usable (no margin: it is already the extreme);
@@ -7,7 +7,9 @@
 4. the KV cache holds one sequence of ``max_model_len`` tokens: vLLM refuses to start otherwise
    (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``). verl 0.9's async vLLM server
    sets ``max_model_len`` to the model's ``max_position_embeddings`` when it is null
-   (``verl/workers/rollout/vllm_rollout/vllm_async_server.py``), so this can bind for long-context models.
+   (``verl/workers/rollout/vllm_rollout/vllm_async_server.py``), so this can bind for long-context models;
+5. verl accepts the config: no check with severity ``error`` (``report.checks``, the same criterion as
+   ``report.peak.reasons``, ``calculator.report.verdict``).
 
 verl also rejects some GPU counts and parallel sizes before anything is allocated
 (:func:`batch_geometry_problem`, :func:`parallel_problem`; sources on each rule).
@@ -48,6 +50,9 @@ class FitCheck(_Frozen):
     kv_holds_max_model_len: bool  # 4. KV tokens per replica >= max_model_len
     kv_cache_tokens_per_replica: int
     max_model_len: int
+    verl_errors: list[str] = Field(
+        default_factory=list, description="5. verl's checks that raise (report.checks with severity error)."
+    )
     overshoot_gib: float = Field(
         description="How far from fitting, GiB per GPU: every phase's excess over the limit (expected) or "
         "usable (worst case), the vLLM startup shortfall and the KV cache a max_model_len sequence still needs."
@@ -56,7 +61,13 @@ class FitCheck(_Frozen):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def fits(self) -> bool:
-        return self.within_margin and self.worst_case_fits and self.engine_starts and self.kv_holds_max_model_len
+        return (
+            self.within_margin
+            and self.worst_case_fits
+            and self.engine_starts
+            and self.kv_holds_max_model_len
+            and not self.verl_errors
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -79,6 +90,7 @@ class FitCheck(_Frozen):
                 f"KV cache holds {self.kv_cache_tokens_per_replica} tokens per replica < max_model_len "
                 f"{self.max_model_len}: vLLM refuses to start"
             )
+        out += [f"verl rejects the config: {m}" for m in self.verl_errors]
         return out
 
 
@@ -115,6 +127,7 @@ def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN
         kv_holds_max_model_len=kv_tokens >= mml,
         kv_cache_tokens_per_replica=kv_tokens,
         max_model_len=mml,
+        verl_errors=[p.message for p in report.checks if p.severity == "error"],
         overshoot_gib=overshoot,
     )
 

@@ -20,6 +20,7 @@ Rules (the search itself is in ``calculator.planning.search``; its docstring has
   the lowest cost per step = ``step_s x num_gpus x hourly_price_usd / 3600``; ties go to the shorter
   step, then to fewer GPUs. Full fine-tuning is preferred to a LoRA the user did not configure. Without
   a step time (no throughput model) the minimum-count configuration is recommended.
+- **dtype**: a GPU without bf16 tensor cores (V100) is excluded while the run uses bf16 (:func:`dtype_problem`).
 - **Prices** are the GPU presets' ``hourly_price_usd`` (EXAMPLE on-demand prices), overridable per call.
 
 ``settings`` hold verl override keys (``calculator.verl.native_to_verl_items``) whose values differ from
@@ -38,6 +39,7 @@ import time
 from typing import Any
 
 from calculator.errors import InputError
+from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.placement import PlacementSection
 from calculator.inputs.presets import get_gpu, gpu_presets
 from calculator.inputs.scenario import Scenario
@@ -45,7 +47,7 @@ from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.placement import SPLIT_MODES, split_row_fields
 from calculator.planning.recommend import search_gpu
-from calculator.planning.rows import PLAN_RULES, Plan, plan_row, sort_key
+from calculator.planning.rows import PLAN_RULES, Plan, excluded_row, plan_row, sort_key
 from calculator.resolve.architectures import model_name
 
 DEFAULT_MAX_GPUS = 1024
@@ -66,6 +68,22 @@ def check_plan_inputs(max_gpus: int, margin: float) -> None:
 def resolve_scenario(scenario: Scenario | str | dict[str, Any]) -> Scenario:
     """A Scenario as is; a preset name, file or mapping through :func:`load_scenario`."""
     return scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+
+
+def dtype_problem(s: Scenario, gpu: GpuSpec) -> str | None:
+    """Why ``gpu`` cannot run the scenario's 16-bit dtype, or None. verl 0.9.1 runs bf16 by default (rollout
+    ``dtype: bfloat16``, ``verl/workers/config/rollout.py``; FSDP ``mixed_precision.param_dtype: bf16``,
+    ``verl/trainer/config/ppo_trainer.yaml``) and vLLM refuses bfloat16 below compute capability 8.0
+    (``vllm/platforms/interface.py`` ``check_if_supports_dtype``: "Bfloat16 is only supported on GPUs with
+    compute capability of at least 8.0"). A GPU preset without bf16 tensor cores (``bf16_dense_tflops`` null,
+    e.g. V100) is excluded rather than planned with bf16. verl accepts float16 (``verl/workers/config/engine.py``
+    ``dtype: ["bfloat16", "float16"]``), but rlplan does not switch the trainer's dtype for you."""
+    if s.rollout.dtype == "bfloat16" and gpu.bf16_dense_tflops is None:
+        return (
+            f"excluded: {gpu.name} has no bf16 (vLLM refuses bfloat16 below compute capability 8.0; verl runs bf16 "
+            "by default); to plan it, set rollout.dtype=float16 and the trainer's fsdp dtype to float16"
+        )
+    return None
 
 
 def _gpu_ids(gpus: list[str] | None) -> list[str]:
@@ -130,6 +148,11 @@ def plan(
     has_time = True
     total = 0
     for gid in ids:
+        gpu = get_gpu(gid, "gpus")
+        why = dtype_problem(s, gpu)
+        if why is not None:
+            rows.append(excluded_row(gpu, float(prices.get(gid, gpu.hourly_price_usd)), why))
+            continue
         res = search_gpu(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora)
         price = float(prices.get(gid, res.gpu.hourly_price_usd))
         row = plan_row(res, s, price, max_gpus)
@@ -156,4 +179,4 @@ def plan(
     )
 
 
-__all__ = ["DEFAULT_MAX_GPUS", "MAX_MAX_GPUS", "check_plan_inputs", "plan", "resolve_scenario"]
+__all__ = ["DEFAULT_MAX_GPUS", "MAX_MAX_GPUS", "check_plan_inputs", "dtype_problem", "plan", "resolve_scenario"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
 from calculator.planning.recommend import GpuResult, cost_per_step_usd
 from calculator.planning.settings import Setting, settings_diff, verl_override_lines
@@ -160,6 +161,22 @@ def plan_row(res: GpuResult, base: Scenario, price: float, max_gpus: int) -> Pla
     )
 
 
+def excluded_row(gpu: GpuSpec, price: float, why: str) -> PlanRow:
+    """A GPU type the planner does not search (``why`` says why), shown as a row with no configuration."""
+    return PlanRow(
+        gpu=gpu.id,
+        gpu_name=gpu.name,
+        usable_memory_gib=gpu.usable_memory_gib,
+        hourly_price_usd=price,
+        min_gpus=None,
+        min_settings={},
+        min_config=None,
+        recommended=None,
+        note=why,
+        num_estimates=0,
+    )
+
+
 def sort_key(row: PlanRow) -> tuple[Any, ...]:
     """Default row order: cheapest recommended cost per step first, then fewest GPUs, then GPU id."""
     rec = row.recommended
@@ -173,6 +190,7 @@ __all__ = [
     "Plan",
     "PlanRow",
     "RecommendedConfig",
+    "excluded_row",
     "plan_row",
     "recommended_config",
     "sort_key",

@@ -13,7 +13,7 @@ from calculator.inputs.presets import get_gpu, model_presets
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN
-from calculator.planning.planner import DEFAULT_MAX_GPUS, check_plan_inputs, resolve_scenario
+from calculator.planning.planner import DEFAULT_MAX_GPUS, check_plan_inputs, dtype_problem, resolve_scenario
 from calculator.planning.recommend import search_gpu
 from calculator.planning.rows import FrozenModel, RecommendedConfig, recommended_config, unfit_note
 from calculator.planning.settings import Setting
@@ -134,9 +134,11 @@ def size_table(
     for mid in models:
         for alg in algorithms:
             s, note = _variant(base, mid, alg)
-            res = search_gpu(s, gpu.id, max_gpus=max_gpus, margin=margin, allow_lora=False)
-            minimum = recommended_config(res.minimum, s, gpu.hourly_price_usd) if res.minimum else None
-            rec = recommended_config(res.recommended, s, gpu.hourly_price_usd) if res.recommended else None
+            excluded = dtype_problem(s, gpu)
+            res = None if excluded else search_gpu(s, gpu.id, max_gpus=max_gpus, margin=margin, allow_lora=False)
+            minimum = recommended_config(res.minimum, s, gpu.hourly_price_usd) if res and res.minimum else None
+            rec = recommended_config(res.recommended, s, gpu.hourly_price_usd) if res and res.recommended else None
+            why = excluded or unfit_note(res, max_gpus, s)  # type: ignore[arg-type]
             rows.append(
                 SizeRow(
                     model=mid,
@@ -146,7 +148,7 @@ def size_table(
                     min_gpus=minimum.num_gpus if minimum else None,
                     min_settings=minimum.settings if minimum else {},
                     recommended=rec,
-                    note="; ".join(x for x in (note, unfit_note(res, max_gpus, s)) if x),
+                    note="; ".join(x for x in (note, why) if x),
                 )
             )
     return SizeTable(

@@ -158,7 +158,7 @@ def batch_overrides(s: Scenario, opt: BatchOption) -> dict[str, Any]:
     """Native dotted fields that size every pass's micro-batches as ``opt`` says. The log-prob and
     critic settings follow the actor's where they are set explicitly (verl asserts that
     ``log_prob_use_dynamic_bsz`` equals ``actor.use_dynamic_bsz``); an explicit log-prob budget or
-    micro-batch is capped, never raised; the critic gets ``CRITIC_BUDGET_FACTOR`` x the token budget."""
+    micro-batch is capped, never raised, an unset log-prob / critic micro-batch that verl requires is set; the critic gets ``CRITIC_BUDGET_FACTOR`` x the token budget."""
     if opt.kind == "configured":
         return {}
     dyn = opt.kind == "dynamic"
@@ -183,13 +183,15 @@ def batch_overrides(s: Scenario, opt: BatchOption) -> dict[str, Any]:
     else:
         m = opt.value
         out["actor.ppo_micro_batch_size_per_gpu"] = m
+        # verl requires the log-prob and critic micro-batches without dynamic batching (validate_config,
+        # CriticConfig.__post_init__): the planner sets an unset one to m, as it chooses micro-batches itself.
         for sec in ("rollout", "ref"):
-            out[f"{sec}.log_prob_micro_batch_size_per_gpu"] = _min_or_none(
-                getattr(s, sec).log_prob_micro_batch_size_per_gpu, m
-            )
+            own = getattr(s, sec).log_prob_micro_batch_size_per_gpu
+            out[f"{sec}.log_prob_micro_batch_size_per_gpu"] = m if own is None else min(own, m)
         if critic:
-            for f in ("ppo_micro_batch_size_per_gpu", "forward_micro_batch_size_per_gpu"):
-                out[f"critic.{f}"] = _min_or_none(getattr(s.critic, f), m)
+            own = s.critic.ppo_micro_batch_size_per_gpu
+            out["critic.ppo_micro_batch_size_per_gpu"] = m if own is None else min(own, m)
+            out["critic.forward_micro_batch_size_per_gpu"] = _min_or_none(s.critic.forward_micro_batch_size_per_gpu, m)
     return out
 
 

@@ -36,6 +36,7 @@ from calculator.resolve.resolved import resolve
 from calculator.resolve.roles import critic_strategy, need_critic
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
+from calculator.verl.checks import check_config
 
 UTILIZATION_LEVELS = (0.4, 0.5, 0.6, 0.7, 0.8)
 MAX_ROLLOUT_TP = 8
@@ -52,7 +53,7 @@ class TradeoffPoint(_Frozen):
     settings: dict[str, Any] = Field(description="Native dotted scenario keys and values of this point.")
     peak_gib_per_gpu: float
     peak_phase: str
-    step_s: float
+    step_s: float | None = Field(description="Seconds per step; null when the rollout engine cannot start.")
     tokens_per_s_per_gpu: float
     fits: bool
     usable_memory_gib: float = Field(description="The GPU's usable memory (the fit limit), GiB.")
@@ -75,10 +76,12 @@ class TechniqueRow(_Frozen):
     phase_saved_gib: dict[str, float] = Field(
         default_factory=dict, description="Per phase whose memory changes by >= 0.01 GiB: before - after."
     )
-    step_s_before: float = 0.0
-    step_s_after: float = 0.0
-    time_added_s: float = Field(default=0.0, description="after - before; negative = faster.")
-    time_added_pct: float = 0.0
+    step_s_before: float | None = Field(default=0.0, description="null when the step cannot run.")
+    step_s_after: float | None = Field(default=0.0, description="null when the step cannot run.")
+    time_added_s: float | None = Field(
+        default=0.0, description="after - before; negative = faster; null when either step cannot run."
+    )
+    time_added_pct: float | None = None
     fits_after: bool = False
 
 
@@ -227,8 +230,9 @@ def _memo(arch: Architecture | None) -> Architecture | None:
 def _point(s: Scenario, settings: dict[str, Any], current: bool) -> TradeoffPoint:
     """The numbers of ``estimate(s)`` a trade-off point needs, without building the full Report.
 
-    Same context, same expected-case phases, same fit rule (peak <= usable memory and the rollout engine
-    starts) and same ``step_time`` as :func:`calculator.report.estimate.estimate`; it skips the worst-case phases,
+    Same context, same expected-case phases, same fit rule (peak <= usable memory, the rollout engine
+    starts, verl accepts the config: ``calculator.report.verdict``) and same ``step_time`` (none when the
+    engine cannot start) as :func:`calculator.report.estimate.estimate`; it skips the worst-case phases,
     the warnings and the Report objects, which halves the cost per point (tests/test_tradeoff.py checks
     every point of a sweep against ``estimate``)."""
     actor, critic, reward = resolve_architectures(s)
@@ -240,14 +244,15 @@ def _point(s: Scenario, settings: dict[str, Any], current: bool) -> TradeoffPoin
     usable = ctx.gpu.usable_memory_bytes
     starts = memory.engine_starts(ctx)
     time = step_time(ctx)
+    rejected = any(p.severity == "error" for p in check_config(ctx.r))
     return TradeoffPoint(
         label=_label(settings),
         settings=settings,
         peak_gib_per_gpu=peak.total_bytes / GIB_BYTES,
         peak_phase=peak.name,
-        step_s=time.step_s,
-        tokens_per_s_per_gpu=time.tokens_per_s_per_gpu,
-        fits=peak.total_bytes <= usable and starts,
+        step_s=time.step_s if starts else None,
+        tokens_per_s_per_gpu=time.tokens_per_s_per_gpu if starts else 0.0,
+        fits=peak.total_bytes <= usable and starts and not rejected,
         usable_memory_gib=ctx.gpu.usable_memory_gib,
         is_current=current,
     )
@@ -297,10 +302,13 @@ def tradeoff_sweep(s: Scenario) -> list[TradeoffPoint]:
 def pareto_front(points: list[TradeoffPoint]) -> list[TradeoffPoint]:
     """Feasible points no other feasible point beats on both peak memory and step time (ties kept
     once), sorted by peak memory."""
-    feasible = sorted((p for p in points if p.fits), key=lambda p: (p.peak_gib_per_gpu, p.step_s))
+    feasible = sorted(
+        (p for p in points if p.fits and p.step_s is not None), key=lambda p: (p.peak_gib_per_gpu, p.step_s)
+    )
     front: list[TradeoffPoint] = []
     best = float("inf")
     for p in feasible:
+        assert p.step_s is not None
         if p.step_s < best:
             front.append(p)
             best = p.step_s
@@ -389,7 +397,8 @@ def technique_table(s: Scenario) -> list[TechniqueRow]:
             for p in before_phases
             if p in after_phases and abs(before_phases[p] - after_phases[p]) * GIB_BYTES >= 0.01 * GIB_BYTES
         }
-        dt = after.time.step_s - base.time.step_s
+        t0, t1 = base.time.step_s, after.time.step_s
+        dt = t1 - t0 if t0 is not None and t1 is not None else None  # no delta against a step that cannot run
         rows.append(
             TechniqueRow(
                 technique=name,
@@ -401,10 +410,10 @@ def technique_table(s: Scenario) -> list[TechniqueRow]:
                 peak_gib_after=after.peak.gib_per_gpu,
                 peak_saved_gib=base.peak.gib_per_gpu - after.peak.gib_per_gpu,
                 phase_saved_gib=saved,
-                step_s_before=base.time.step_s,
-                step_s_after=after.time.step_s,
+                step_s_before=t0,
+                step_s_after=t1,
                 time_added_s=dt,
-                time_added_pct=100.0 * dt / base.time.step_s if base.time.step_s else 0.0,
+                time_added_pct=100.0 * dt / t0 if dt is not None and t0 else None,
                 fits_after=after.peak.fits,
             )
         )

@@ -9,7 +9,7 @@ from calculator.memory import phases as memory
 from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
 from calculator.memory.engine import max_concurrent_sequences
-from calculator.names import Role
+from calculator.names import Phase, Role
 from calculator.report.models import (
     HardwareInfo,
     ModelInfo,
@@ -18,8 +18,10 @@ from calculator.report.models import (
     PhaseOut,
     Report,
     RolloutOut,
+    TimeOut,
 )
 from calculator.report.pools import SplitParts, combined_peak, pool_warnings, split_parts
+from calculator.report.verdict import Verdict, verdict
 from calculator.report.warnings import collect_warnings
 from calculator.resolve.architectures import model_name
 from calculator.resolve.resolved import Source, resolve
@@ -69,24 +71,52 @@ def rollout_out(ctx: Context) -> RolloutOut:
         startup_free_gib=memory.startup_free_bytes(ctx) / GIB_BYTES,
         startup_required_gib=memory.startup_required_bytes(ctx) / GIB_BYTES,
         starts=memory.engine_starts(ctx),
+        max_model_len=r.rollout.max_model_len,
         formulas=rb.formulas,
     )
 
 
-def peak_out(ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], starts: bool) -> PeakOut:
+def peak_out(ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], v: Verdict) -> PeakOut:
+    """The peak phases and the verdict: fits exactly when no criterion of ``calculator.report.verdict`` fails."""
     usable = ctx.gpu.usable_memory_bytes
     peak = max(expected, key=lambda p: p.total_bytes)
     wpeak = max(worst, key=lambda p: p.total_bytes)
     return PeakOut(
         phase=peak.name,
         gib_per_gpu=peak.total_bytes / GIB_BYTES,
-        fits=peak.total_bytes <= usable and starts,
+        fits=not v.reasons,
         headroom_gib=(usable - peak.total_bytes) / GIB_BYTES,
         worst_case_gib_per_gpu=wpeak.total_bytes / GIB_BYTES,
         worst_case_phase=wpeak.name,
-        worst_case_fits=wpeak.total_bytes <= usable and starts,
+        worst_case_fits=not v.worst_case_reasons,
         trainer_peak_allocated_gib=max(p.trainer_allocated_bytes for p in expected) / GIB_BYTES,
         usable_memory_gib=ctx.gpu.usable_memory_gib,
+        reasons=v.reasons,
+        worst_case_reasons=v.worst_case_reasons,
+    )
+
+
+def time_out(ctx: Context, reason: str | None) -> TimeOut:
+    """Step time, or no time (``step_s`` and the rollout entry null, ``reason`` set) when the rollout engine
+    cannot start: a step that cannot run has no duration (DESIGN.md 6.5)."""
+    t = step_time(ctx)
+    if reason is None:
+        return t
+    phases_s: dict[str, float | None] = dict(t.phases_s)
+    phases_s[Phase.ROLLOUT] = None
+    terms = {p: v for p, v in t.terms_s.items() if p != Phase.ROLLOUT}
+    details = {**t.details, Phase.ROLLOUT: reason}
+    return t.model_copy(
+        update=dict(
+            step_s=None,
+            phases_s=phases_s,
+            tokens_per_s=0.0,
+            tokens_per_s_per_gpu=0.0,
+            update_mfu=t.update_mfu,
+            details=details,
+            terms_s=terms,
+            reason=reason,
+        )
     )
 
 
@@ -154,9 +184,11 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
     expected = memory.all_phases(ctx, worst=False)
     worst = memory.all_phases(ctx, worst=True)
     rollout = rollout_out(ctx)
-    peak = peak_out(ctx, expected, worst, rollout.starts)
-    warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
     checks = check_config(ctx.r)
+    v = verdict(ctx, expected, worst, rollout, checks)
+    rollout = rollout.model_copy(update={"start_reasons": v.start_reasons})
+    peak = peak_out(ctx, expected, worst, v)
+    warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
     warnings += [f"verl: {p.message}" for p in checks]
     warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
     return Report(
@@ -165,7 +197,7 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         phases=[_phase_out(p) for p in expected],
         peak=peak,
         rollout=rollout,
-        time=step_time(ctx) if with_time else None,
+        time=time_out(ctx, v.time_reason) if with_time else None,
         warnings=warnings,
         roles=_roles(ctx),
         worst_case_phases=[_phase_out(p) for p in worst],

@@ -93,6 +93,14 @@ class PeakOut(_Frozen):
     worst_case_fits: bool
     trainer_peak_allocated_gib: float
     usable_memory_gib: float
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="One line per failed fit criterion with its numbers and a fix; empty exactly when fits "
+        "(calculator.report.verdict, DESIGN.md 6.5).",
+    )
+    worst_case_reasons: list[str] = Field(
+        default_factory=list, description="The same for worst_case_fits (every sequence at max length)."
+    )
 
 
 class RolloutOut(_Frozen):
@@ -111,12 +119,18 @@ class RolloutOut(_Frozen):
     startup_free_gib: float
     startup_required_gib: float
     starts: bool
+    start_reasons: list[str] = Field(
+        default_factory=list, description="Why the engine cannot start (the same lines as in peak.reasons)."
+    )
+    max_model_len: int = Field(
+        default=0, description="The engine's max_model_len (the KV check needs one such sequence)."
+    )
     formulas: dict[str, str]
 
 
 class TimeOut(_Frozen):
-    step_s: float
-    phases_s: dict[str, float]
+    step_s: float | None = Field(description="Seconds per step; null when the step cannot run (see reason).")
+    phases_s: dict[str, float | None] = Field(description="Seconds per phase; null for a phase that cannot run.")
     tokens_per_s: float
     tokens_per_s_per_gpu: float = 0.0
     update_mfu: float = 0.0
@@ -125,6 +139,9 @@ class TimeOut(_Frozen):
         default_factory=dict,
         description="Per phase, seconds by mechanism (compute, exposed communication, PCIe, bubble, ...); "
         "each phase's terms add up to its phases_s entry.",
+    )
+    reason: str | None = Field(
+        default=None, description="Why the step cannot run (the rollout engine cannot start); null when it can."
     )
 
 

@@ -18,7 +18,13 @@ NOT_FITTING = {
     "a100-40gb": {"hardware.gpu": "a100-40gb"},
     "rtx4090": {"hardware.gpu": "rtx4090-24gb"},
     "32b-on-h100": {"model.path": "qwen2.5-32b"},
-    "ppo-l40s": {"hardware.gpu": "l40s-48gb", "algorithm.adv_estimator": "gae", "rollout.n": 1},
+    # PPO as the sidebar switch gives it: the critic micro-batch = the actor's (calculator.role_settings).
+    "ppo-l40s": {
+        "hardware.gpu": "l40s-48gb",
+        "algorithm.adv_estimator": "gae",
+        "rollout.n": 1,
+        "critic.ppo_micro_batch_size_per_gpu": 16,
+    },
     "long-responses": {"data.max_response_length": 8192, "data.mean_response_length": 4000},
 }
 
@@ -66,28 +72,45 @@ def test_every_suggestion_matches_a_fresh_estimate(case):
         assert r.peak.worst_case_gib_per_gpu == pytest.approx(sug.worst_case_gib_per_gpu, rel=1e-9)
         assert sug.saving_gib == pytest.approx(base_peak - sug.peak_gib_per_gpu)
         assert fit_check(r, new, MARGIN).fits == sug.fits
-        if r.time is not None and a.base_step_s is not None:
-            assert sug.added_step_s == pytest.approx(r.time.step_s - a.base_step_s)
+        assert sug.step_s == (r.time.step_s if r.time is not None else None)
+        if sug.step_s is not None and a.base_step_s is not None:
+            assert sug.added_step_s == pytest.approx(sug.step_s - a.base_step_s)
+        else:  # no delta against a step that cannot run (issue 13 item 6)
+            assert sug.added_step_s is None
 
 
 def test_ranking_rules(case):
+    """Issue 13 item 7: options that fit first, then those that help, then the rest; within each group settings,
+    then more GPUs, then workload changes; within a tier by step time (none last)."""
     _, a = case
     assert [x.rank for x in a.suggestions] == list(range(1, len(a.suggestions) + 1))
-    helps = [x.helps for x in a.suggestions]
-    assert helps == sorted(helps, reverse=True), "changes that help come before those that do not"
-    for group in (True, False):
-        tiers = [TIER_ORDER[x.tier] for x in a.suggestions if x.helps == group]
+    groups = [(not x.fits, not x.helps) for x in a.suggestions]
+    assert groups == sorted(groups), "options that fit first, then those that help, then the rest"
+    for group in set(groups):
+        members = [x for x in a.suggestions if (not x.fits, not x.helps) == group]
+        tiers = [TIER_ORDER[x.tier] for x in members]
         assert tiers == sorted(tiers), "settings, then more GPUs, then workload changes"
         for tier in TIER_ORDER:
-            same = [x for x in a.suggestions if x.helps == group and x.tier == tier and x.lever != "combined"]
-            if a.base_step_s is not None and all(x.added_step_s is not None for x in same):
-                added = [x.added_step_s for x in same]
-                assert added == sorted(added), "within a tier: by step time added"
+            steps = [x.step_s for x in members if x.tier == tier]
+            timed = [t for t in steps if t is not None]
+            assert steps == timed + [None] * (len(steps) - len(timed)), "an option without a step time goes last"
+            assert timed == sorted(timed), "within a tier: by step time"
+            if a.base_step_s is not None:
+                added = [x.added_step_s for x in members if x.tier == tier and x.added_step_s is not None]
+                assert added == sorted(added), "step time order is the order of the time added"
     for x in a.suggestions:
         assert x.changes_experiment == (x.tier == "workload")
         assert x.fits <= x.helps
-    first = next(i for i, x in enumerate(a.suggestions) if x.fits)
-    assert a.suggestions[first].first_fit
+    assert a.suggestions[0].fits and a.suggestions[0].first_fit
+
+
+def test_fastest_fitting_title_is_the_fastest_fitting_option(case):
+    """Issue 13 item 10: 'Fastest fitting settings' is never slower than another fitting option at its count."""
+    _, a = case
+    for x in a.suggestions:
+        if x.title.startswith("Fastest fitting settings"):
+            rivals = [y.step_s for y in a.suggestions if y.fits and y.num_gpus == x.num_gpus and y.step_s is not None]
+            assert x.fits and x.step_s <= min(rivals)
 
 
 def test_workload_changes_are_labelled(case):
@@ -122,9 +145,14 @@ def test_without_step_time_ranks_by_mechanism(monkeypatch):
     monkeypatch.setattr(ps, "estimate", lambda s: real(s).model_copy(update={"time": None}))
     a = advise(load_scenario(BASE, overrides={"hardware.gpu": "a100-40gb"}))
     assert a.base_step_s is None
-    for tier in TIER_ORDER:
-        classes = [TIME_COST_LABELS.index(x.time_cost) for x in a.suggestions if x.helps and x.tier == tier]
-        assert classes == sorted(classes)
+    for fits in (True, False):
+        for tier in TIER_ORDER:
+            classes = [
+                TIME_COST_LABELS.index(x.time_cost)
+                for x in a.suggestions
+                if x.helps and x.fits == fits and x.tier == tier
+            ]
+            assert classes == sorted(classes)
     assert all(x.step_s is None and x.added_step_s is None for x in a.suggestions)
 
 

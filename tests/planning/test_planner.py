@@ -107,7 +107,7 @@ def test_lora_only_when_allowed_and_needed(base):
 
 def test_nothing_fits_gives_null_and_a_note(base):
     huge = load_scenario(base, overrides={"model.path": "qwen2.5-72b"})
-    row = plan(huge, gpus=["v100-16gb"], max_gpus=4).rows[0]
+    row = plan(huge, gpus=["a10g-24gb"], max_gpus=4).rows[0]  # 72B on at most 4 x 24 GB
     assert row.min_gpus is None and row.recommended is None
     assert "nothing fits up to 4 GPUs" in row.note
 
@@ -250,3 +250,13 @@ def test_benchmark_runs():
     )
     assert r.returncode == 0, r.stderr
     assert "one full table" in r.stdout
+
+
+def test_v100_is_not_planned_with_bf16():
+    """Issue 13 item 10: V100 has no bf16 (vLLM refuses bfloat16 below compute capability 8.0); verl runs bf16
+    by default, so the row is excluded with the reason, never recommended."""
+    p = plan(load_scenario(BASE), gpus=["v100-16gb", "h100-80gb"], max_gpus=16)
+    v100 = next(r for r in p.rows if r.gpu == "v100-16gb")
+    assert v100.recommended is None and v100.min_gpus is None
+    assert v100.note.startswith("excluded: V100-SXM2-16GB has no bf16")
+    assert p.rows[-1].gpu == "v100-16gb"  # rows without a configuration go last

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from calculator import load_scenario
+from calculator import estimate, load_scenario
 from calculator.planning.search import GpuSearch
 from calculator.planning.space import (
     CRITIC_BUDGET_FACTOR,
@@ -63,7 +63,8 @@ def test_batch_options_of_the_reference(base):
 
 
 def test_batch_overrides_cap_explicit_log_prob_sizes_and_give_the_critic_twice_the_budget():
-    """PPO preset: log-prob micro-batches unset (None stays None: it inherits), critic budget 32,768 tokens."""
+    """PPO preset: log-prob and critic micro-batches unset; with fixed micro-batches verl requires them
+    (validate_config, CriticConfig.__post_init__), so the planner sets them to its size; critic budget 32,768."""
     s = load_scenario("qwen2.5-7b-ppo-8xh100")
     assert batch_overrides(s, BatchOption("configured")) == {}
     dyn = batch_overrides(s, BatchOption("dynamic", 4096))
@@ -72,7 +73,12 @@ def test_batch_overrides_cap_explicit_log_prob_sizes_and_give_the_critic_twice_t
     assert dyn["rollout.log_prob_max_token_len_per_gpu"] is None
     fixed = batch_overrides(s, BatchOption("fixed", 2))
     assert fixed["actor.use_dynamic_bsz"] is False and fixed["actor.ppo_micro_batch_size_per_gpu"] == 2
-    assert fixed["rollout.log_prob_micro_batch_size_per_gpu"] is None
+    assert fixed["rollout.log_prob_micro_batch_size_per_gpu"] == fixed["ref.log_prob_micro_batch_size_per_gpu"] == 2
+    assert (
+        fixed["critic.ppo_micro_batch_size_per_gpu"] == 2 and fixed["critic.forward_micro_batch_size_per_gpu"] is None
+    )
+    fixed_scenario = load_scenario(s, overrides=fixed)
+    assert not [p for p in estimate(fixed_scenario).checks if p.severity == "error"]
     grpo = load_scenario(BASE)  # log-prob micro-batches set to 32: capped at the new size, never raised
     assert batch_overrides(grpo, BatchOption("fixed", 2))["rollout.log_prob_micro_batch_size_per_gpu"] == 2
     assert batch_overrides(grpo, BatchOption("fixed", 64))["rollout.log_prob_micro_batch_size_per_gpu"] == 32

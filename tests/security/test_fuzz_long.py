@@ -99,7 +99,9 @@ def _check(report: Any) -> None:
         assert sum(c.bytes for c in p.details) == p.total_bytes
     assert math.isfinite(report.peak.gib_per_gpu) and report.peak.gib_per_gpu > 0
     if report.time is not None:
-        assert math.isfinite(report.time.step_s) and report.time.step_s >= 0
+        assert (report.time.step_s is None) == (not report.rollout.starts)  # no time for a step that cannot run
+        step = report.time.step_s if report.time.step_s is not None else 0.0
+        assert math.isfinite(step) and step >= 0
         assert all(v >= 0 for terms in report.time.terms_s.values() for v in terms.values())
 
 

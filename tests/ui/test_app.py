@@ -9,7 +9,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calculator import estimate, load_scenario
+from calculator import estimate, load_scenario, role_settings
 from calculator.errors import InputError
 from calculator.inputs.presets import get_model, scenario_presets
 from calculator.model.sizes import approximate_model, parse_size
@@ -67,7 +67,7 @@ def expected_headline(overrides: dict | None = None, preset: str = DEFAULT_PRESE
         ),
     }
     if r.time is not None:
-        out[tr(lang, "metric.step_time")] = f"{r.time.step_s:,.1f} s"
+        out[tr(lang, "metric.step_time")] = "—" if r.time.step_s is None else f"{r.time.step_s:,.1f} s"
     return out
 
 
@@ -164,7 +164,8 @@ def test_algorithm_picker_applies_the_dapo_recipe() -> None:
     assert qp(at, "algo") == "DAPO"
     at.selectbox(key=keys.ALGO).set_value("PPO").run()
     assert at.number_input(key=keys.field_key("data.gen_batch_size")).value is None
-    r = estimate(load_scenario(DEFAULT_PRESET, overrides={"algorithm.adv_estimator": "gae"}))
+    ppo = load_scenario(DEFAULT_PRESET, overrides={"algorithm.adv_estimator": "gae"})
+    r = estimate(load_scenario(ppo, overrides=role_settings(ppo)))  # the switch fills the critic micro-batch
     assert metrics(at)[tr("en", "metric.peak")] == f"{r.peak.gib_per_gpu:.2f} GiB"
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculator import MAX_INPUT_BYTES, InputError, Report, Scenario, estimate, load_scenario_with_warnings
+from calculator import (
+    MAX_INPUT_BYTES,
+    InputError,
+    Report,
+    Scenario,
+    estimate,
+    load_scenario,
+    load_scenario_with_warnings,
+    role_settings,
+)
 from ui import figures, keys, render, state, summary
 from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
 from ui.i18n import tr
@@ -93,6 +102,8 @@ def build_column(i: int, current: Scenario | None) -> tuple[Scenario | None, lis
         if base is None:
             return None, [tr(L, "cmp.current") + ": " + tr(L, "err.invalid_inputs")], []
         s, notes = load_scenario_with_warnings(base, overrides=native, verl_overrides=verl or None)
+        if "algorithm.adv_estimator" in native and role_settings(s):  # as the sidebar's algorithm switch does
+            s = load_scenario(s, overrides=role_settings(s))
         return s, [], notes
     except InputError as err:
         return None, list(err.problems), []
@@ -166,9 +177,10 @@ for i, col in enumerate(columns):
         st.metric(
             tr(L, "metric.peak"),
             f"{p.gib_per_gpu:.2f} GiB",
-            delta=f"{p.headroom_gib:+.2f} GiB " + tr(L, "metric.headroom"),
-            delta_color="normal",
+            delta=render.peak_delta(report),
+            delta_color="normal" if p.fits or p.headroom_gib < 0 else "off",
         )
+        render.column_verdict(report)
         st.caption(
             md(
                 f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · "

@@ -13,7 +13,7 @@ from ui import figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure
 from ui.i18n import tr, tr_or
 from ui.placement import render_placement
-from ui.text import md
+from ui.text import md, md_lines
 
 L = state.lang()
 built = state.build_scenario()
@@ -41,7 +41,8 @@ render.advice(scenario, report)
 render_placement(scenario, report, L)  # split placements only (ui/placement.py)
 
 # ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
-fig_time = step_time_figure(report, lang=L) if report.time is not None else None
+has_step = report.time is not None and report.time.step_s is not None
+fig_time = step_time_figure(report, lang=L) if has_step else None
 left, right = st.columns([3, 2], gap="large")
 
 with left:
@@ -108,6 +109,8 @@ with left:
                 st.caption(explanation)
 
 with right:
+    if report.time is not None and fig_time is None:  # the step cannot run: no time (calculator: time.reason)
+        st.markdown(f"**{tr(L, 'est.step_time_none')}**")
     if fig_time is not None:
         st.markdown(
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
@@ -160,6 +163,13 @@ with right:
                 (":material/check_circle: " if ok else ":material/block: ")
                 + tr(L, "est.ro.startup", free=ro.startup_free_gib, required=ro.startup_required_gib)
             )
+        kv_ok = 0 < ro.kv_cache_tokens_per_replica >= ro.max_model_len
+        st.markdown(
+            (":material/check_circle: " if kv_ok else ":material/block: ")
+            + tr(L, "est.ro.kv_check", tokens=ro.kv_cache_tokens_per_replica, mml=ro.max_model_len)
+        )
+        if ro.start_reasons:  # why the engine cannot start: the same lines as the headline (peak.reasons)
+            st.error(md_lines(ro.start_reasons, limit=1000), icon=":material/block:")
         if ro.formulas:
             with st.expander(tr(L, "est.how")):
                 for name, text in ro.formulas.items():

@@ -73,37 +73,35 @@ except Exception as exc:  # the calculator raised on a valid scenario: say so, n
     st.error(md(tr(L, "plan.failed", why=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
 
+
+def _num(value: Any, fmt: str) -> str:
+    """A number cell as text; "—" where the row has no configuration (never Python's None)."""
+    return "—" if value is None else fmt.format(value)
+
+
 rows = []
 for row in data.get("rows", []):
     rec = row.get("recommended") or {}
+    note = row.get("note", "")
     rows.append(
         {
             tr(L, "plan.gpu"): row.get("gpu_name") or gpu_label(row.get("gpu", "")),
-            tr(L, "plan.min_gpus"): str(row["min_gpus"]) if row.get("min_gpus") is not None else tr(L, "plan.none"),
-            tr(L, "plan.rec_gpus"): rec.get("num_gpus"),
-            tr(L, "plan.nodes"): rec.get("num_nodes"),
-            tr(L, "plan.peak"): rec.get("peak_gib_per_gpu"),
-            tr(L, "plan.worst"): rec.get("worst_case_gib_per_gpu"),
-            tr(L, "plan.step"): rec.get("step_s"),
-            tr(L, "plan.cost"): rec.get("cost_per_step"),
-            tr(L, "plan.settings"): _settings(rec.get("settings")),
-            tr(L, "plan.min_settings"): _settings(row.get("min_settings")),
-            tr(L, "plan.note"): row.get("note", ""),
+            tr(L, "plan.min_gpus"): str(row["min_gpus"])
+            if row.get("min_gpus") is not None
+            else tr(L, "plan.no_fit", why=note or tr(L, "plan.none")),
+            tr(L, "plan.rec_gpus"): _num(rec.get("num_gpus"), "{:d}"),
+            tr(L, "plan.nodes"): _num(rec.get("num_nodes"), "{:d}"),
+            tr(L, "plan.peak"): _num(rec.get("peak_gib_per_gpu"), "{:.1f}"),
+            tr(L, "plan.worst"): _num(rec.get("worst_case_gib_per_gpu"), "{:.1f}"),
+            tr(L, "plan.step"): _num(rec.get("step_s"), "{:,.1f}"),
+            tr(L, "plan.cost"): _num(rec.get("cost_per_step"), "${:.3f}"),
+            tr(L, "plan.settings"): _settings(rec.get("settings")) if rec else "—",
+            tr(L, "plan.min_settings"): _settings(row.get("min_settings")) if row.get("min_gpus") is not None else "—",
+            tr(L, "plan.note"): note,
             **split_column(data, row, L),
         }
     )
-st.dataframe(
-    pd.DataFrame(rows),
-    hide_index=True,
-    width="stretch",
-    height=min(36 * (len(rows) + 1) + 4, 900),
-    column_config={
-        tr(L, "plan.peak"): st.column_config.NumberColumn(format="%.1f"),
-        tr(L, "plan.worst"): st.column_config.NumberColumn(format="%.1f"),
-        tr(L, "plan.step"): st.column_config.NumberColumn(format="%.1f"),
-        tr(L, "plan.cost"): st.column_config.NumberColumn(format="$%.3f"),
-    },
-)
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=min(36 * (len(rows) + 1) + 4, 900))
 with_overrides = [r for r in data.get("rows", []) if (r.get("recommended") or {}).get("verl_overrides")]
 if with_overrides:
     with st.expander(tr(L, "plan.overrides")):

@@ -42,6 +42,8 @@ def technique_row(row: TechniqueRow) -> dict[str, Any]:
     for k, v in out.items():
         if isinstance(v, float):
             out[k] = round(v, 2)
+        elif v is None:  # no time delta against a step that cannot run
+            out[k] = "—"
     return {**out, **data}
 
 

@@ -1,0 +1,143 @@
+"""Why a scenario does not fit: ``peak.reasons`` (DESIGN.md 6.5), computed once here and read by every view.
+
+A run **fits** (``peak.fits``) when all of these hold; each failed one is one line of ``peak.reasons`` with its
+numbers and a fix:
+
+1. the expected peak (mean lengths) is at most the usable memory;
+2. vLLM starts: the memory free when it starts is at least ``gpu_memory_utilization x total``
+   (``vllm/v1/worker/utils.py`` ``request_memory``; SGLang has no such check);
+3. the engine has memory for a KV cache at all (budget - weights - activations - non-torch - CUDA graphs > 0);
+4. the KV cache holds one ``max_model_len`` sequence (vLLM: ``vllm/v1/core/kv_cache_utils.py``
+   ``check_enough_kv_cache_memory``; the memory model applies the same rule to SGLang's pool);
+5. verl accepts the config: no check of ``calculator.verl.checks`` with severity ``error`` (verl raises
+   before or during the first step; each message cites the verl 0.9.1 function that raises).
+
+``peak.worst_case_reasons`` does the same for ``worst_case_fits`` (every sequence at max length): criterion 1
+with the worst-case peak, then 2-5. Left out: host RAM (``host``), the planner's safety margin (the planner
+and the advisor apply it, ``calculator.planning.fit``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.memory.context import Context
+from calculator.report.models import PhaseMemory, RolloutOut
+from calculator.units import GIB_BYTES
+from calculator.verl.checks.problem import ConfigProblem
+
+# The plain fix for a phase over the limit, by its largest component (name suffix or name).
+_FIX_BY_COMPONENT: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("_optimizer",), "offload the optimizer (actor.fsdp_config.optimizer_offload=true) or use more GPUs"),
+    (
+        ("_params", "_grads"),
+        "shard over more GPUs or offload the parameters (actor.fsdp_config.param_offload=true)",
+    ),
+    (
+        ("_activations",),
+        "use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), "
+        "gradient checkpointing or Ulysses sequence parallelism",
+    ),
+    (("_logits", "_entropy"), "set model.use_fused_kernels=true or use smaller micro-batches"),
+    (
+        ("rollout_weights", "kv_cache", "rollout_activations", "rollout_non_torch", "cuda_graphs"),
+        "lower rollout.gpu_memory_utilization or raise rollout.tensor_model_parallel_size",
+    ),
+)
+_FIX_DEFAULT = "use more GPUs (the advisor ranks the changes)"
+
+
+def _gib(b: float) -> str:
+    return f"{b / GIB_BYTES:.2f} GiB"
+
+
+def memory_fix(phase: PhaseMemory) -> str:
+    """The plain instruction for a phase over the limit, chosen by its largest component."""
+    if not phase.components:
+        return _FIX_DEFAULT
+    top = max(phase.components, key=lambda c: c.bytes).name
+    for names, fix in _FIX_BY_COMPONENT:
+        if top.endswith(names):
+            return fix
+    return _FIX_DEFAULT
+
+
+def _memory_reason(label: str, phase: PhaseMemory, usable: int) -> str:
+    top = max(phase.components, key=lambda c: c.bytes).name if phase.components else "-"
+    return (
+        f"{label} {_gib(phase.total_bytes)} per GPU in {phase.name} > usable {_gib(usable)} (over by "
+        f"{_gib(phase.total_bytes - usable)}; largest component {top}). Fix: {memory_fix(phase)}."
+    )
+
+
+def _startup_reasons(ctx: Context, ro: RolloutOut) -> list[str]:
+    """Criteria 2-4: the rollout engine starts and holds one max_model_len sequence."""
+    rb, rs = ctx.rollout, ctx.r.rollout
+    out: list[str] = []
+    if rs.engine == "vllm" and ro.startup_free_gib < ro.startup_required_gib:
+        out.append(
+            f"the rollout engine cannot start: {ro.startup_free_gib:.2f} GiB free at startup < "
+            f"gpu_memory_utilization {rs.gpu_memory_utilization} x {ctx.gpu.usable_memory_gib} GiB = "
+            f"{ro.startup_required_gib:.2f} GiB required (the trainer's model shards are resident). Fix: lower "
+            "rollout.gpu_memory_utilization or set actor.fsdp_config.param_offload=true."
+        )
+    if rb.kv_cache_bytes <= 0:
+        out.append(
+            f"the rollout engine has no memory for a KV cache: budget {_gib(rb.budget_bytes)} - weights "
+            f"{_gib(rb.weights_bytes)} - activations {_gib(rb.activation_bytes)} - non-torch "
+            f"{_gib(rb.non_torch_bytes)} - CUDA graphs {_gib(rb.cuda_graph_bytes)} <= 0. Fix: raise "
+            "rollout.gpu_memory_utilization or rollout.tensor_model_parallel_size, or use more GPUs."
+        )
+    elif rb.kv_tokens < rs.max_model_len:
+        engine = "vLLM refuses to start" if rs.engine == "vllm" else "SGLang's pool cannot hold one request"
+        out.append(
+            f"KV cache holds {rb.kv_tokens:,} tokens per replica < max_model_len {rs.max_model_len:,}: {engine}. "
+            f"Fix: set rollout.max_model_len={ctx.r.worst_lengths.sequence} (prompt + response), raise "
+            "rollout.gpu_memory_utilization or rollout.tensor_model_parallel_size."
+        )
+    return out
+
+
+def _verl_reasons(checks: list[ConfigProblem]) -> list[str]:
+    """Criterion 5: verl's checks that raise (the message carries verl's fix and source)."""
+    return [f"verl rejects the config: {p.message}" for p in checks if p.severity == "error"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Failed criteria at the mean lengths (``reasons``) and at max lengths (``worst_case_reasons``)."""
+
+    reasons: list[str]
+    worst_case_reasons: list[str]
+    start_reasons: list[str]  # criteria 2-4 only (the rollout engine), also in both lists above
+    time_reason: str | None  # why the step cannot run (no step time), None when it can
+
+
+def verdict(
+    ctx: Context,
+    expected: list[PhaseMemory],
+    worst: list[PhaseMemory],
+    rollout: RolloutOut,
+    checks: list[ConfigProblem],
+) -> Verdict:
+    """Every failed fit criterion of the module docstring, in that order, with numbers and a fix."""
+    usable = ctx.gpu.usable_memory_bytes
+    peak = max(expected, key=lambda p: p.total_bytes)
+    wpeak = max(worst, key=lambda p: p.total_bytes)
+    startup = _startup_reasons(ctx, rollout)
+    rest = startup + _verl_reasons(checks)
+    mem = [_memory_reason("peak", peak, usable)] if peak.total_bytes > usable else []
+    wmem = (
+        [_memory_reason("worst case (every sequence at max length)", wpeak, usable)]
+        if wpeak.total_bytes > usable
+        else []
+    )
+    return Verdict(
+        reasons=mem + rest,
+        worst_case_reasons=wmem + rest,
+        start_reasons=startup,
+        time_reason=None if rollout.starts else " ".join(startup) or "the rollout engine cannot start",
+    )
+
+
+__all__ = ["Verdict", "memory_fix", "verdict"]

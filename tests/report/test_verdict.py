@@ -1,0 +1,127 @@
+"""``peak.reasons`` and the null step time (calculator/report/verdict.py, DESIGN.md 6.5, issue 13 items 5-6):
+one line per failed fit criterion with its numbers and a fix, empty exactly when the run fits."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from calculator import Scenario, estimate, load_scenario
+from calculator.inputs.presets import scenario_presets
+from calculator.memory import phases as memory
+from calculator.report.estimate import build_context
+from calculator.report.verdict import memory_fix
+from tests.support.strategies import scenario_dicts
+
+BASE = "qwen2.5-7b-grpo-8xh100"
+# Issue 13 item 5: 70B on 32 x H200 from the 7B preset. Memory fits (110.52 of 139.8 GiB) but the KV cache holds
+# 105,648 tokens < max_model_len 131,072 (Llama-3.1's max_position_embeddings): vLLM refuses to start.
+ITEM5 = {"model.path": "llama3.1-70b", "hardware.num_gpus": 32, "hardware.gpu": "h200-141gb"}
+
+
+def _invariants(r) -> None:
+    assert r.peak.fits == (r.peak.reasons == [])
+    assert r.peak.worst_case_fits == (r.peak.worst_case_reasons == [])
+    assert (r.time.step_s is None) == (not r.rollout.starts)
+    assert (r.time.reason is None) == r.rollout.starts
+    assert (r.rollout.start_reasons == []) == r.rollout.starts
+    assert all(x in r.peak.reasons and x in r.peak.worst_case_reasons for x in r.rollout.start_reasons)
+    if r.time.step_s is not None:
+        assert r.time.step_s == pytest.approx(sum(r.time.phases_s.values()), rel=1e-12)
+
+
+@pytest.mark.parametrize("preset", sorted(scenario_presets()))
+def test_fits_exactly_when_no_reason_for_every_preset(preset):
+    _invariants(estimate(load_scenario(preset)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario_dicts())
+def test_fits_exactly_when_no_reason_for_any_scenario(d):
+    _invariants(estimate(Scenario(**d)))
+
+
+def test_item5_names_the_kv_cache_not_the_startup_memory():
+    r = estimate(load_scenario(BASE, overrides=ITEM5))
+    assert r.peak.gib_per_gpu < r.peak.usable_memory_gib  # memory alone would fit (headroom 29.28 GiB)
+    assert r.rollout.startup_free_gib >= r.rollout.startup_required_gib  # vLLM's free-memory check passes
+    assert not r.peak.fits
+    kv = [x for x in r.peak.reasons if x.startswith("KV cache holds")]
+    assert kv == [
+        "KV cache holds 105,648 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
+        "rollout.max_model_len=1536 (prompt + response), raise rollout.gpu_memory_utilization or "
+        "rollout.tensor_model_parallel_size."
+    ]
+    assert not any("free at startup" in x for x in r.peak.reasons)
+    assert r.time.step_s is None and r.time.phases_s["rollout"] is None and r.time.reason == kv[0]
+    assert "rollout" not in r.time.terms_s and r.time.tokens_per_s == 0.0
+
+
+def test_no_kv_cache_is_a_reason_and_has_no_step_time():
+    """Issue 13 item 6: a 70B model on 8 x H100 at util 0.6: the engine's budget cannot hold the weights."""
+    r = estimate(load_scenario(BASE, overrides={"model.path": "llama3.1-70b"}))
+    assert r.rollout.kv_cache_tokens_per_replica == 0
+    assert any(x.startswith("the rollout engine has no memory for a KV cache") for x in r.peak.reasons)
+    assert not any(x.startswith("KV cache holds") for x in r.peak.reasons)  # one line for the KV criterion
+    assert r.time.step_s is None and r.time.phases_s["rollout"] is None
+    js = r.model_dump(mode="json")["time"]
+    assert js["step_s"] is None and js["phases_s"]["rollout"] is None and js["reason"]
+
+
+def test_startup_memory_reason_quotes_both_numbers():
+    r = estimate(load_scenario(BASE, overrides={"rollout.gpu_memory_utilization": 0.95}))
+    line = next(x for x in r.peak.reasons if x.startswith("the rollout engine cannot start"))
+    assert f"{r.rollout.startup_free_gib:.2f} GiB free at startup < " in line
+    assert f"= {r.rollout.startup_required_gib:.2f} GiB required" in line
+    assert "Fix: lower rollout.gpu_memory_utilization" in line
+
+
+def test_memory_reason_names_phase_numbers_and_fix():
+    """seed003 (7B PPO on 8 x A100-40GB): update_actor 53.37 GiB > 39.38 GiB usable, activations largest."""
+    r = estimate(load_scenario("seed003-qwen2-7b-ppo-tuned"))
+    assert r.peak.reasons[0] == (
+        "peak 53.37 GiB per GPU in update_actor > usable 39.38 GiB (over by 13.99 GiB; largest component "
+        "actor_activations). Fix: use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, "
+        "ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence parallelism."
+    )
+
+
+def test_a_verl_error_check_is_a_reason():
+    r = estimate(load_scenario(BASE, overrides=ITEM5))
+    errors = [p.message for p in r.checks if p.severity == "error"]
+    assert errors and [f"verl rejects the config: {m}" for m in errors] == [
+        x for x in r.peak.reasons if x.startswith("verl rejects")
+    ]
+
+
+def test_fits_at_mean_but_not_at_max_lengths_keeps_fits():
+    """Worst case is its own verdict: fits stays true (peak 60.17 GiB at the mean lengths), worst_case_reasons
+    says why max lengths do not (max response 8192: update_actor 147.62 GiB > 79.22 GiB)."""
+    r = estimate(load_scenario(BASE, overrides={"data.max_response_length": 8192}))
+    assert r.peak.fits and r.peak.reasons == [] and not r.peak.worst_case_fits
+    assert r.peak.worst_case_reasons == [
+        "worst case (every sequence at max length) 147.62 GiB per GPU in update_actor > usable 79.22 GiB (over by "
+        "68.40 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
+        "(ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence "
+        "parallelism."
+    ]
+
+
+def test_memory_fix_follows_the_largest_component():
+    ctx = build_context(load_scenario(BASE))
+    rollout = next(p for p in memory.all_phases(ctx) if p.name == "rollout")
+    assert "gpu_memory_utilization" in memory_fix(rollout)  # rollout_weights / kv_cache dominate
+
+
+def test_switching_to_ppo_fills_the_critic_micro_batch_verl_requires():
+    """Issue 13 item 8: gae on the GRPO preset leaves critic.ppo_micro_batch_size_per_gpu unset and dynamic batching
+    off, which verl's CriticConfig.__post_init__ rejects; role_settings gives it the actor's (16)."""
+    from calculator import role_settings
+
+    ppo = load_scenario(BASE, overrides={"algorithm.adv_estimator": "gae"})
+    assert any(x.startswith("verl rejects the config: [critic]") for x in estimate(ppo).peak.reasons)
+    assert role_settings(ppo) == {"critic.ppo_micro_batch_size_per_gpu": 16}
+    filled = estimate(load_scenario(ppo, overrides=role_settings(ppo)))
+    assert not any(x.startswith("verl rejects") for x in filled.peak.reasons)
+    assert role_settings(load_scenario(BASE)) == {}  # GRPO: no critic
+    assert role_settings(load_scenario("qwen2.5-7b-ppo-8xh100")) == {}  # dynamic batching: nothing missing

@@ -46,13 +46,19 @@ def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, tr
             )
         return out
     copies = 2 if temp_copy else 1
+    # verl 0.9.1 transformer_impl.py 1424-1431 (legacy dp_actor alike): with the entropy computed in a training
+    # pass the flash-attn cross-entropy runs with inplace_backward=False, so the log-prob backward allocates its
+    # own T x V bf16 gradient beside the saved logits and the entropy's gradient; without entropy it overwrites
+    # the logits in place.
+    ce_grad = 1 if (training and entropy) else 0
     out.append(
         Component(
             name=f"{role}_logits",
             role=role,
-            bytes=tokens * v * 2 * copies,
+            bytes=tokens * v * 2 * (copies + ce_grad),
             formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)"
-            + (" x 2 (logits / temperature makes a copy)" if temp_copy else ""),
+            + (" x 2 (logits / temperature makes a copy)" if temp_copy else "")
+            + (" + log-prob gradient of the same size (inplace_backward=False beside the entropy)" if ce_grad else ""),
         )
     )
     if entropy:

@@ -7,9 +7,11 @@ from calculator.memory import phases as memory
 from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
 from calculator.memory.engine import max_concurrent_sequences
+from calculator.memory.host import HostMemory, host_memory, host_reason
 from calculator.names import Role
 from calculator.report.models import (
     HardwareInfo,
+    HostOut,
     ModelInfo,
     PeakOut,
     PhaseMemory,
@@ -70,20 +72,37 @@ def rollout_out(ctx: Context) -> RolloutOut:
     )
 
 
-def peak_out(ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], starts: bool) -> PeakOut:
+def host_out(host: HostMemory) -> HostOut:
+    return HostOut(
+        ram_gib_per_node=host.ram_bytes / GIB_BYTES,
+        usable_ram_gib_per_node=host.usable_bytes / GIB_BYTES,
+        fits=host.fits,
+        components={k: v / GIB_BYTES for k, v in host.components.items()},
+        total_gib_per_node=host.total_bytes / GIB_BYTES,
+        formulas=host.formulas,
+    )
+
+
+def peak_out(
+    ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory], starts: bool, host: HostMemory | None = None
+) -> PeakOut:
+    """The GPU peak and the fit verdict; host RAM (when given) is one more criterion, named in ``reasons``."""
     usable = ctx.gpu.usable_memory_bytes
     peak = max(expected, key=lambda p: p.total_bytes)
     wpeak = max(worst, key=lambda p: p.total_bytes)
+    host_line = host_reason(host) if host is not None else None
+    host_ok = host_line is None
     return PeakOut(
         phase=peak.name,
         gib_per_gpu=peak.total_bytes / GIB_BYTES,
-        fits=peak.total_bytes <= usable and starts,
+        fits=peak.total_bytes <= usable and starts and host_ok,
         headroom_gib=(usable - peak.total_bytes) / GIB_BYTES,
         worst_case_gib_per_gpu=wpeak.total_bytes / GIB_BYTES,
         worst_case_phase=wpeak.name,
-        worst_case_fits=wpeak.total_bytes <= usable and starts,
+        worst_case_fits=wpeak.total_bytes <= usable and starts and host_ok,
         trainer_peak_allocated_gib=max(p.trainer_allocated_bytes for p in expected) / GIB_BYTES,
         usable_memory_gib=ctx.gpu.usable_memory_gib,
+        reasons=[host_line] if host_line else [],
     )
 
 
@@ -121,7 +140,8 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
     expected = memory.all_phases(ctx, worst=False)
     worst = memory.all_phases(ctx, worst=True)
     rollout = rollout_out(ctx)
-    peak = peak_out(ctx, expected, worst, rollout.starts)
+    host = host_memory(ctx)
+    peak = peak_out(ctx, expected, worst, rollout.starts, host)
     warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
     checks = check_config(ctx.r)
     warnings += [f"verl: {p.message}" for p in checks]
@@ -133,6 +153,7 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         peak=peak,
         rollout=rollout,
         time=step_time(ctx) if with_time else None,
+        host=host_out(host),
         warnings=warnings,
         roles=_roles(ctx),
         worst_case_phases=[_phase_out(p) for p in worst],

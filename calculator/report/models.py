@@ -93,6 +93,20 @@ class PeakOut(_Frozen):
     worst_case_fits: bool
     trainer_peak_allocated_gib: float
     usable_memory_gib: float
+    reasons: list[str] = Field(
+        default_factory=list, description="One line per failed fit criterion, with its numbers (DESIGN.md 6.5)."
+    )
+
+
+class HostOut(_Frozen):
+    """Host (CPU) RAM per node (DESIGN.md 4.9, 6.5); ``components`` add up to ``total_gib_per_node``."""
+
+    ram_gib_per_node: float
+    usable_ram_gib_per_node: float
+    fits: bool
+    components: dict[str, float]
+    total_gib_per_node: float
+    formulas: dict[str, str] = Field(default_factory=dict)
 
 
 class RolloutOut(_Frozen):
@@ -135,6 +149,7 @@ class Report(_Frozen):
     peak: PeakOut
     rollout: RolloutOut
     time: TimeOut | None = None
+    host: HostOut | None = None
     warnings: list[str]
     roles: list[str]
     worst_case_phases: list[PhaseOut]

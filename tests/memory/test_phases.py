@@ -384,8 +384,10 @@ def test_worst_case_at_max_lengths():
 
 
 def test_weight_sync_lora_first_sync_sends_base():
-    """lora.merge=false: vLLM starts from dummy weights, so the first sync gathers base tensors whole (fp32)."""
-    r = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"model.lora_rank": 32}))
+    """lora.merge=false: vLLM starts from dummy weights, so the first sync gathers base tensors whole (fp32);
+    on FSDP2 (no summon) that is one full tensor at a time."""
+    o = {"model.lora_rank": 32, "actor.strategy": "fsdp2"}
+    r = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", overrides=o))
     assert comp_bytes(r, "weight_sync", "sync_full_tensor") == V * H * 4
 
 

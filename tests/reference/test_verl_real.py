@@ -49,6 +49,16 @@ NOT_IN_YAML: dict[str, str] = {
         f"critic.model.fsdp_config.{f}": "import alias for the older critic layout (0.9.1 uses critic.fsdp.*)"
         for f in V.FsdpSection.model_fields
     },
+    **{
+        f"{role}.optim.override_optimizer_config.{f}": "added with '+' into the override_optimizer_config "
+        "pass-through dict (default {}); utils/megatron/optimizer.py hands it to megatron.core OptimizerConfig"
+        for role in ("actor_rollout_ref.actor", "critic")
+        for f in ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
+    },
+    **{
+        f"{role}.megatron.grad_offload": "verl <= 0.7 key (stored, never read); gone from the 0.9.1 config"
+        for role in ("actor_rollout_ref.actor", "critic")
+    },
 }
 
 # Scenario fields whose default is not verl's, and why.

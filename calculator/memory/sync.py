@@ -60,9 +60,8 @@ def sync_full_tensor(ctx: Context) -> list[Component]:
     megatron = ctx.r.actor.is_megatron
     lt = ctx.actor.arch.largest_tensor_params(per_expert=megatron)
     mb = master_bytes(ctx)
-    f = f"largest parameter {lt:,} gathered whole x {mb} B" + (
-        " (Megatron bridge: per-expert tensors, bf16)" if megatron else " (full_tensor)"
-    )
+    how = "(Megatron bridge export, per-expert tensors)" if megatron else "(full_tensor)"
+    f = f"largest parameter {lt:,} gathered whole {how} x {mb} B"
     if s.model.lora_rank:
         f += " (LoRA: base weights on the first sync, adapters only afterwards)"
     return [Component(name=Comp.SYNC_FULL_TENSOR, role=Role.SYNC, bytes=lt * mb, formula=f)]

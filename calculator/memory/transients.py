@@ -56,15 +56,22 @@ def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, tr
             name=f"{role}_logits",
             role=role,
             bytes=tokens * v * 2 * (copies + ce_grad),
-            formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)"
-            + (" x 2 (logits / temperature makes a copy)" if temp_copy else "")
-            + (" + log-prob gradient of the same size (inplace_backward=False beside the entropy)" if ce_grad else ""),
+            formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)" + _logits_copies(temp_copy, ce_grad),
         )
     )
     if entropy:
         b, f = _entropy_bytes(ctx, tokens, v, training)
         out.append(Component(name=f"{role}_entropy", role=role, bytes=b, formula=f))
     return out
+
+
+def _logits_copies(temp_copy: bool, ce_grad: int) -> str:
+    what = ["logits"]
+    if temp_copy:
+        what.append("logits / temperature copy")
+    if ce_grad:
+        what.append("log-prob gradient, inplace_backward=False beside the entropy")
+    return f" x {len(what)} ({', '.join(what)})" if len(what) > 1 else ""
 
 
 def _entropy_bytes(ctx: Context, tokens: int, v: int, training: bool) -> tuple[int, str]:

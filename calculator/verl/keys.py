@@ -183,6 +183,7 @@ RLPLAN_ONLY: tuple[str, ...] = (
     "description",
     "verl_version",
     "hardware.gpu",
+    "hardware.host_ram_gib_per_node",
     "model.config",
     "model.use_dora",
     "data.mean_prompt_length",
@@ -228,6 +229,16 @@ ALIASES: dict[str, str] = {
     **{f"reward_model.rollout.{f}": f"reward_model.rollout.{f}" for f in RewardRolloutSection.model_fields},
     **{f"critic.model.fsdp_config.{f}": f"critic.fsdp.{f}" for f in FsdpSection.model_fields},
 }
+
+# Megatron-core OptimizerConfig fields verl's own scripts also pass through override_optimizer_config (e.g.
+# examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh), and verl <= 0.7's megatron.grad_offload.
+ALIASES.update(
+    {
+        f"{role}.optim.override_optimizer_config.{f}": f"{native}.megatron.{f}"
+        for role, native in ((_A, "actor"), ("critic", "critic"))
+        for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
+    }
+)
 
 # verl keys that would be accepted by Hydra but are not modelled: accepted silently on import.
 IGNORED_PREFIXES: tuple[str, ...] = (
@@ -369,7 +380,6 @@ DEPRECATED_MICRO_KEYS: dict[str, str] = {
 PLUS_KEYS: frozenset[str] = frozenset(
     {f"{_R}.engine_kwargs.vllm.kv_cache_dtype", f"{_R}.engine_kwargs.sglang.kv_cache_dtype"}
     | {f"{role}.{v}" for role in (_A, "critic") for v in OPTIM_FIELDS.values() if "override_optimizer_config" in v}
-    | {f"{_A}.megatron.grad_offload", "critic.megatron.grad_offload"}
 )
 
 # model.target_modules: rlplan's short names <-> the module lists verl/PEFT accept.

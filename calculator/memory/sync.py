@@ -11,7 +11,8 @@ cache. What the trainer holds while it streams depends on how ``get_per_tensor_p
   shard: a second copy of the whole local shard (``4 B x P / N`` at fp32) held while the generator streams;
 - LoRA on FSDP1: ``collect_lora_params`` runs ``FSDP.summon_full_params(module, writeback=False)`` on every sync
   (``utils/fsdp_utils.py`` 715-775): FSDP1 summons in full precision, the WHOLE model in the master dtype on
-  every GPU; ``rollout.layered_summon`` gathers one FSDP unit at a time instead (``fsdp_utils.py`` 645);
+  every GPU; ``rollout.layered_summon`` gathers one FSDP unit at a time instead (``fsdp_utils.py`` 645); on one
+  GPU (NO_SHARD) the local shard is the whole model and nothing is gathered;
 - Megatron: ``load_megatron_model_to_gpu(load_grad=False)`` and the bridge exports per-expert tensors in bf16
   (``megatron/transformer_impl.py`` 1040): the largest tensor is the embedding / LM head, not a fused expert
   block.
@@ -73,6 +74,9 @@ def sync_state_dict(ctx: Context) -> list[Component]:
     r = ctx.r
     mb = master_bytes(ctx)
     summon = lora_summon(ctx)
+    n = ctx.actor_shard_size
+    if summon and n <= 1:
+        return []  # one shard holds the whole model (NO_SHARD): the summon gathers nothing
     if summon == "full":
         p = ctx.actor.num_params
         f = (
@@ -84,7 +88,6 @@ def sync_state_dict(ctx: Context) -> list[Component]:
         unit = max(ctx.actor.largest_layer_params, ctx.actor.root_params)
         f = f"LoRA layered_summon: one FSDP unit gathered at a time, largest {unit:,} params x {mb} B"
         return [Component(name=Comp.SYNC_LORA_GATHER, role=Role.SYNC, bytes=unit * mb, formula=f)]
-    n = ctx.actor_shard_size
     if r.actor.strategy is not Strategy.FSDP or n <= 1:
         return []
     b = ctx.actor_state.params.bytes

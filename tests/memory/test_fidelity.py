@@ -119,6 +119,8 @@ def test_lora_fsdp1_summons_the_whole_model_in_fp32():
     assert comp(layered, "weight_sync", "sync_lora_gather") == ROOT7 * 4  # the root unit is the largest unit
     fsdp2 = run(**{"model.lora_rank": 32, "actor.strategy": "fsdp2"})
     assert comp(fsdp2, "weight_sync", "sync_lora_gather") == 0
+    one = {"model.lora_rank": 32, "hardware.num_gpus": 1, "rollout.tensor_model_parallel_size": 1}
+    assert comp(run(**one), "weight_sync", "sync_lora_gather") == 0  # one GPU: nothing to gather
 
 
 def test_lora_level1_sleep_backs_rollout_weights_up_on_the_host():

@@ -145,6 +145,13 @@ def format_report(r: Report) -> str:
         f"{r.rollout.kv_cache_tokens_per_replica} tokens/replica, concurrency {r.rollout.max_concurrent_sequences_per_replica}"
         f" vs {r.rollout.sequences_per_replica} sequences per replica",
     ]
+    if r.host is not None:
+        h = r.host
+        lines.append(
+            f"host RAM: {h.total_gib_per_node:.1f} GiB/node of {h.usable_ram_gib_per_node:.1f} usable "
+            f"({h.ram_gib_per_node:g} GiB node) -> {'fits' if h.fits else 'DOES NOT FIT'}"
+        )
+    lines += [f"reason: {one_line(x)}" for x in pk.reasons]
     if r.time is not None:
         lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
     for w in r.warnings:

@@ -194,7 +194,8 @@ def megatron_optimizer_bytes(optimizer: str, m: MegatronSection) -> tuple[float,
 
     - default: fp32 main-param shard (4 B, created when the optimizer is built) + Adam moments (8 B, lazily);
     - ``use_precision_aware_optimizer`` without CPU offload: TE FusedAdam keeps the master as int16 remainders
-      beside the bf16 param (``store_param_remainders``, 2 B) and the moments in ``exp_avg*_dtype``;
+      beside the bf16 param (``store_param_remainders``, 2 B) and the moments in ``exp_avg*_dtype``, both
+      created at its first step (*probable*: TE ``FusedAdam.initialize_state`` on an empty state);
     - ``optimizer_cpu_offload`` (HybridDeviceOptimizer, ``param_update_in_fp32=True``): the first
       ``optimizer_offload_fraction`` of the parameters (by count) get a pinned fp32 CPU copy, a pinned CPU grad
       copy and CPU Adam moments (16 B on the host); the rest are cloned to fp32 on the GPU with GPU moments
@@ -207,7 +208,10 @@ def megatron_optimizer_bytes(optimizer: str, m: MegatronSection) -> tuple[float,
     if not m.optimizer_cpu_offload:
         master = 2 if m.use_precision_aware_optimizer else 4
         kind = "int16 master remainders (precision-aware)" if master == 2 else "fp32 master"
-        return master + moments, master, 0.0, f"distributed optimizer {kind} + Adam ({master + moments:g} B)", ""
+        # TE FusedAdam creates its master remainders with the moments at the first step; the distributed
+        # optimizer's fp32 shards exist from construction.
+        init = 0 if m.use_precision_aware_optimizer else master
+        return master + moments, init, 0.0, f"distributed optimizer {kind} + Adam ({master + moments:g} B)", ""
     f = m.optimizer_offload_fraction
     keep = 1 - f
     dist_master = 0 if m.use_precision_aware_optimizer else 4

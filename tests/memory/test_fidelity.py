@@ -40,8 +40,8 @@ Q7 = P7 // 8  # DP-sharded params per GPU: P / (TP 2 x PP 1 x DP 4) = 951,952,06
     ("fields", "gpu_b", "init_b", "host_b"),
     [
         ({}, 12, 4, 0),  # fp32 master 4 (built with the optimizer) + Adam 8
-        ({"use_precision_aware_optimizer": True}, 2 + 8, 2, 0),  # int16 master remainders + fp32 moments
-        ({"use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16"}, 2 + 4, 2, 0),
+        ({"use_precision_aware_optimizer": True}, 2 + 8, 0, 0),  # int16 master remainders + fp32 moments, lazily
+        ({"use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16"}, 2 + 4, 0, 0),
         # CPU optimizer, whole fraction, precision-aware: nothing on the GPU; host 4 master + 8 Adam + 4 pinned grad
         (
             {"optimizer_cpu_offload": True, "optimizer_offload_fraction": 1.0, "use_precision_aware_optimizer": True},

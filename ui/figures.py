@@ -36,6 +36,8 @@ COMPONENT_COLORS: dict[str, str] = {
     "cuda_graphs": "#7f2704",
     "sync_bucket": "#01665e",
     "sync_full_tensor": "#35978f",
+    "sync_shard_clone": "#80cdc1",
+    "sync_lora_gather": "#003c30",
     "cuda_context": "#525252",
     "nccl_buffers": "#969696",
     "fragmentation": "#cccccc",
@@ -64,10 +66,12 @@ COMPONENT_ORDER: tuple[str, ...] = (
     *(
         f"{r}_{k}"
         for r in ("actor", "critic", "ref", "reward")
-        for k in ("unsharded_params", "activations", "logits", "entropy")
+        for k in ("unsharded_params", "activations", "logits", "entropy", "dora_weight", "optimizer_step")
     ),
     "sync_bucket",
     "sync_full_tensor",
+    "sync_shard_clone",
+    "sync_lora_gather",
     "cuda_context",
     "nccl_buffers",
     "fragmentation",

@@ -147,7 +147,7 @@ def format_report(r: Report) -> str:
     for p in r.phases:
         top = sorted(p.components.items(), key=lambda kv: -kv[1])[:4]
         lines.append(f"{p.name:<15} {p.total_gib:>8.2f}  " + ", ".join(f"{k} {v:.2f}" for k, v in top))
-    lines += ["", *verdict_lines(r), *rollout_lines(r), *placement_lines(r)]
+    lines += ["", *verdict_lines(r), *rollout_lines(r), *host_lines(r), *placement_lines(r)]
     for w in r.warnings:
         lines.append(f"warning: {one_line(w)}")
     return "\n".join(lines)
@@ -179,6 +179,18 @@ def rollout_lines(r: Report) -> list[str]:
     elif r.time is not None:
         lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
     return lines
+
+
+def host_lines(r: Report) -> list[str]:
+    """Host RAM per node (DESIGN.md 4.9); a failure is also one of ``peak.reasons``."""
+    h = r.host
+    if h is None:
+        return []
+    verdict = "fits" if h.fits else "DOES NOT FIT"
+    return [
+        f"host RAM: {h.total_gib_per_node:.1f} GiB/node of {h.usable_ram_gib_per_node:.1f} usable "
+        f"({h.ram_gib_per_node:g} GiB node) -> {verdict}"
+    ]
 
 
 def report_json(r: Report) -> dict[str, Any]:

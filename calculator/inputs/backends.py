@@ -70,6 +70,38 @@ class MegatronSection(_Frozen):
     use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
     param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
     optimizer_offload: bool = Field(default=False, description="Offload optimizer state while idle.")
+    # Megatron-core optimizer (verl: actor.optim.* and +actor.optim.override_optimizer_config.*, passed to
+    # megatron.core.optimizer.OptimizerConfig; megatron-core 0.16 optimizer_config.py).
+    optimizer_cpu_offload: bool = Field(
+        default=False,
+        description="Megatron HybridDeviceOptimizer: run the optimizer step for optimizer_offload_fraction of the "
+        "parameters on CPU (their fp32 master weights, Adam moments and a pinned grad copy live in host RAM).",
+    )
+    optimizer_offload_fraction: float = Field(
+        default=0.0, ge=0, le=1, description="Share of the optimizer's parameters (by count) stepped on CPU."
+    )
+    overlap_cpu_optimizer_d2h_h2d: bool = Field(
+        default=False, description="Overlap the CPU optimizer's grad D2H / param H2D copies (time only)."
+    )
+    use_precision_aware_optimizer: bool = Field(
+        default=False,
+        description="Megatron precision-aware optimizer: master weights kept as int16 remainders beside the bf16 "
+        "params (store_param_remainders), grad buffer and Adam moments in the dtypes below.",
+    )
+    main_grads_dtype: Literal["fp32", "bf16"] = Field(
+        default="fp32", description="Grad buffer dtype (only with use_precision_aware_optimizer)."
+    )
+    exp_avg_dtype: Literal["fp32", "bf16"] = Field(
+        default="fp32", description="Adam first moment dtype (only with use_precision_aware_optimizer)."
+    )
+    exp_avg_sq_dtype: Literal["fp32", "bf16"] = Field(
+        default="fp32", description="Adam second moment dtype (only with use_precision_aware_optimizer)."
+    )
+    grad_offload: bool = Field(
+        default=False,
+        description="verl <= 0.7 megatron.grad_offload: stored but never read (megatron_workers.py "
+        "_is_offload_grad); the grad buffer is freed with param_offload. No effect on memory.",
+    )
     recompute_granularity: Literal["full", "selective"] | None = Field(
         default=None,
         description="verl: megatron.override_transformer_config.recompute_granularity (Megatron-core activation "

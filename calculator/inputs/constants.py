@@ -64,6 +64,29 @@ class OverheadConfig(NoBoolNumbers):
         "per-graph memory, at least 1 MiB). With verl's FULL_AND_PIECEWISE and 51 sizes this gives "
         "~0.4 GiB plus the largest capture's buffers; logs show 0.3-1.4 GiB actual.",
     )
+    host_process_gib: float = Field(
+        default=4.0,
+        ge=0,
+        le=256,
+        description="Host RAM (RSS) of each GPU process outside its offloaded tensors: torch, CUDA runtime, "
+        "transformers / vLLM imported, Ray worker runtime. An ASSUMPTION (typical RSS of a CUDA PyTorch worker "
+        "is a few GiB); measure with `ps -o rss` on a running worker and set it.",
+    )
+    host_node_baseline_gib: float = Field(
+        default=32.0,
+        ge=0,
+        le=4096,
+        description="Host RAM per node outside the GPU processes: OS, raylet / GCS, the driver, dataloader "
+        "workers and the batch being assembled. An ASSUMPTION; set it from `free -g` on an idle node plus the "
+        "driver's RSS.",
+    )
+    host_usable_fraction: float = Field(
+        default=0.95,
+        gt=0,
+        le=1,
+        description="Share of node RAM usable before Ray's memory monitor kills workers (Ray "
+        "memory_usage_threshold, default 0.95: docs.ray.io 'Out-Of-Memory Prevention').",
+    )
     sglang_reserved_gib: float = Field(
         default=1.0,
         ge=0,

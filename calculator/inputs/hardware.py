@@ -92,3 +92,27 @@ class GpuSpec(NoBoolNumbers):
         """Per-direction GPU-to-GPU bandwidth inside a node: half the bidirectional NVLink figure,
         or the PCIe link when the GPU has no NVLink."""
         return self.nvlink_gb_per_s / 2 if self.nvlink_gb_per_s else self.pcie_gb_per_s
+
+
+# Host RAM per node by GPU server class (GiB), the default of ``hardware.host_ram_gib_per_node``: NVIDIA DGX
+# datasheets list 2 TB system memory for DGX H100 / H200 / B200 and 1 TB (2 TB optional) for DGX A100; 8-GPU
+# H20 / H800 / A800 HGX servers ship with 1-2 TB (verl docs/perf/dpsk.md reports 1.5 TB used per H20 node, so
+# those nodes had 2 TB). Anything else: 1 TiB. Edit the field for your servers.
+HOST_RAM_GIB_PER_NODE: dict[str, float] = {
+    "h100-80gb": 2048.0,
+    "h200-141gb": 2048.0,
+    "b200-180gb": 2048.0,
+    "h20-96gb": 2048.0,
+    "h800-80gb": 2048.0,
+    "a100-80gb": 1024.0,
+    "a100-40gb": 1024.0,
+    "a800-80gb": 1024.0,
+}
+DEFAULT_HOST_RAM_GIB_PER_NODE = 1024.0
+
+
+def host_ram_gib_per_node(gpu_id: str, configured: float | None) -> float:
+    """Node RAM: the configured value, else the GPU's server-class default."""
+    if configured is not None:
+        return configured
+    return HOST_RAM_GIB_PER_NODE.get(gpu_id, DEFAULT_HOST_RAM_GIB_PER_NODE)

@@ -201,6 +201,11 @@ class RolloutSection(_Frozen):
     update_weights_bucket_megabytes: int = Field(
         default=2048, ge=1, le=MAX_COUNT, description="Weight-sync GPU bucket (MiB)."
     )
+    layered_summon: bool = Field(
+        default=False,
+        description="LoRA on FSDP1: gather the base model one FSDP unit at a time for the weight sync instead of "
+        "the whole model (needs a real load_format; forces vLLM sleep level 1).",
+    )
 
 
 class CriticSection(_Frozen):
@@ -329,6 +334,13 @@ class HardwareSection(_Frozen):
     gpu: str = Field(default="h100-80gb", min_length=1, description="GPU preset id (see `presets gpus`).")
     num_gpus: int = Field(default=8, ge=1, le=65536, description="GPUs in the colocated pool.")
     gpus_per_node: int = Field(default=8, ge=1, le=64, description="GPUs per node (trainer.n_gpus_per_node).")
+    host_ram_gib_per_node: float | None = Field(
+        default=None,
+        gt=0,
+        le=1 << 20,
+        description="rlplan: host (CPU) RAM per node, GiB; null = the GPU's server-class default "
+        "(calculator/inputs/hardware.py HOST_RAM_GIB_PER_NODE).",
+    )
 
     @model_validator(mode="after")
     def _whole_nodes(self) -> HardwareSection:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
 from calculator.memory.engine import EngineBudget, engine_budget
-from calculator.memory.training import TrainingState, fsdp_state, megatron_state
+from calculator.memory.training import TrainingState, fsdp_state, megatron_state, shard_size
 from calculator.model.roles import RoleModel, policy_role, value_role
 from calculator.names import Role
 from calculator.resolve.resolved import Resolved
@@ -52,6 +52,13 @@ class Context:
         return self.r.ref_via_actor
 
     @property
+    def actor_shard_size(self) -> int:
+        """GPUs the actor's FSDP shards are spread over (1 under Megatron: no FSDP sharding)."""
+        if self.r.actor.is_megatron:
+            return 1
+        return shard_size(self.r.actor.fsdp, self.s.hardware.num_gpus)
+
+    @property
     def max_model_len(self) -> int:
         return self.r.rollout.max_model_len
 
@@ -83,6 +90,10 @@ def _startup_trainer_bytes(
         startup += actor.params.bytes
         if r.actor.is_megatron:
             startup += actor.grads.bytes  # Megatron's grad buffer is allocated at init
+    if not r.actor.optimizer_offload:
+        # Megatron builds its fp32 main-param shards with the optimizer in initialize() (verl 0.9.1
+        # megatron/transformer_impl.py 601-609), before vLLM starts; torch AdamW's moments come at the first step.
+        startup += actor.optimizer_at_init_bytes
     if critic is not None and r.critic is not None and not r.critic.params_offloaded_when_idle:
         startup += critic.params.bytes
     if ref is not None and r.ref_on_gpu:

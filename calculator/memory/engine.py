@@ -34,6 +34,40 @@ from calculator.units import GIB_BYTES, MIB_BYTES, format_gib
 BLOCK_SIZE_TOKENS = 16  # vLLM default block size (vllm/config/cache.py)
 CUDA_GRAPH_MODES = 2  # verl sets cudagraph_mode FULL_AND_PIECEWISE: two graph families
 SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4  # bf16 logits, their fp32 copy, fp32 probabilities (v1/sample/sampler.py)
+# verl >= 0.7 sets logprobs_mode=processed_logprobs: vLLM 0.24 TopKTopPSampler.forward_native adds an fp32
+# log_softmax over the vocabulary (v1/sample/ops/topk_topp_sampler.py 136-141).
+LOG_SOFTMAX_BYTES_PER_LOGIT = 4
+
+
+def sampler_bytes_per_logit(settings: EngineSettings) -> int:
+    return SAMPLER_BYTES_PER_LOGIT + (LOG_SOFTMAX_BYTES_PER_LOGIT if settings.sampler_log_softmax else 0)
+
+
+def rollout_weight_bytes(arch: Architecture, settings: EngineSettings, num_params: int) -> tuple[int, str]:
+    """Per-GPU weights of one engine rank and the formula.
+
+    - bf16: 2 B/param; fp8 (``quantization=fp8``, vLLM Fp8LinearMethod / Fp8MoEMethod): 1 B for the linear
+      layers and experts, while the embedding, the LM head and the norms stay in bf16 (vLLM quantizes only
+      LinearBase / FusedMoE layers; VocabParallelEmbedding and ParallelLMHead keep the model dtype);
+    - everything is split by TP; with ``enable_expert_parallel`` the routed experts are split over TP x DP
+      ranks instead (vLLM ``FusedMoE``: ep_size = tp x dp).
+    Left out: the norms at 2 B in fp8 (under 0.01 % of the params), fp8 block scales (1/16384 per weight)."""
+    b = settings.weight_bytes_per_param
+    tp, dp = settings.tp, settings.data_parallel
+    experts = arch.num_experts * arch.expert_params() * arch.num_moe_layers if arch.is_moe else 0
+    experts = min(experts, num_params)
+    bf16_part = min(num_params - experts, arch.embedding_params() + arch.lm_head_params()) if b == 1 else 0
+    rest = num_params - experts - bf16_part
+    ep = tp * dp if settings.expert_parallel else tp
+    w = (rest * b + bf16_part * 2) // tp + experts * b // ep
+    if not bf16_part and ep == tp:
+        return w, f"{num_params:,} params x {b} B / TP {tp}"
+    parts = [f"{rest + (experts if ep == tp else 0):,} params x {b} B / TP {tp}"]
+    if bf16_part:
+        parts.append(f"embedding + lm_head {bf16_part:,} x 2 B (kept bf16) / TP {tp}")
+    if ep != tp:
+        parts.append(f"routed experts {experts:,} x {b} B / EP {ep} (TP x DP)")
+    return w, "(" + ") + (".join(parts) + ")"
 
 
 @dataclass(frozen=True)
@@ -85,7 +119,7 @@ def _profile_parts(arch: Architecture, settings: EngineSettings) -> tuple[int, i
     """(forward, sampler) bytes of the profile run; the formula text is built from the same operands."""
     tokens = settings.profile_tokens
     forward = tokens * forward_working_bytes_per_token(arch, settings.tp)
-    sampler = _sampler_requests(settings) * arch.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    sampler = _sampler_requests(settings) * arch.vocab_size * sampler_bytes_per_logit(settings)
     return forward, sampler
 
 
@@ -106,7 +140,7 @@ def engine_budget(
     ``graphs_in_budget``: vLLM >= 0.21 subtracts its CUDA-graph estimate inside the budget; older vLLM
     (verl <= 0.8) captured the graphs after sizing the KV cache, on top of the budget."""
     tp = settings.tp
-    weights = num_params * settings.weight_bytes_per_param // tp
+    weights, weights_formula = rollout_weight_bytes(arch, settings, num_params)
     act = profile_activation_bytes(arch, settings, ov)
     non_torch = int(ov.vllm_non_torch_gib * GIB_BYTES)
     graphs = cuda_graph_bytes(arch, settings, ov)
@@ -137,12 +171,12 @@ def engine_budget(
             + (f" - CUDA graphs {format_gib(graphs)}" if graphs_in_budget else " (CUDA graphs on top)")
         )
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
-    f["rollout_weights"] = f"{num_params:,} params x {settings.weight_bytes_per_param} B / TP {tp}"
+    f["rollout_weights"] = weights_formula
     f["rollout_activations"] = (
         f"profile forward over {settings.profile_tokens} tokens"
         + ("" if settings.enable_chunked_prefill else " (chunked prefill off: max_model_len)")
         + f" x {forward_working_bytes_per_token(arch, tp)} B/token + sampler {_sampler_requests(settings)}"
-        f" reqs x vocab {arch.vocab_size} x {SAMPLER_BYTES_PER_LOGIT} B"
+        f" reqs x vocab {arch.vocab_size} x {sampler_bytes_per_logit(settings)} B"
     )
     f["rollout_non_torch"] = (
         f"vLLM non-torch growth during profiling, {ov.vllm_non_torch_gib} GiB (overheads.vllm_non_torch_gib)"

@@ -17,6 +17,7 @@ Left out: CPU memory, checkpoint saving, validation/generation-only steps, async
 
 from __future__ import annotations
 
+from calculator.memory import sync
 from calculator.memory.context import Context, build_context, runtime_startup_bytes
 from calculator.memory.engine import EngineBudget
 from calculator.memory.residency import NOT_FRAGMENTING, RESIDENCY, Engine, PhaseRow, Transient, Use
@@ -25,7 +26,7 @@ from calculator.memory.transients import forward_activations, gathered, logits_c
 from calculator.names import Comp, Phase, Process, Role, Strategy
 from calculator.report.models import Component, PhaseMemory
 from calculator.resolve.roles import TrainerPlan
-from calculator.units import GIB_BYTES, MIB_BYTES, format_gib
+from calculator.units import GIB_BYTES, format_gib
 
 __all__ = [
     "Context",
@@ -55,7 +56,7 @@ def role_state(st: TrainingState, plan: TrainerPlan, use: Use, lora: bool) -> li
     - ``param_offload``: params leave the GPU while the role is idle and come back for its passes. FSDP2
       without LoRA does not load them for the weight sync (verl 0.9 ``get_per_tensor_param``
       ``_skip_staging``): it moves one shard at a time to the GPU for ``full_tensor()``.
-    - grads: during the update; Megatron keeps its fp32 grad buffer whenever the params are on the GPU.
+    - grads: during the update; Megatron keeps its grad buffer throughout unless ``param_offload`` frees it.
     - optimizer: during the update; between updates unless ``optimizer_offload`` (AdamW creates its state at
       the first step, so "resident" means from the second step on).
     """
@@ -72,7 +73,10 @@ def role_state(st: TrainingState, plan: TrainerPlan, use: Use, lora: bool) -> li
         out.append(
             Component(name=Comp.of(role, "params"), role=role, bytes=st.params.bytes, formula=st.params.formula + why)
         )
-    if (update or (plan.is_megatron and on_gpu)) and st.grads.bytes:
+    # Megatron frees its grad buffer with the params (offload_megatron_model_to_cpu) and loads it back only
+    # for training: eval passes and the sync call load_megatron_model_to_gpu(load_grad=False) (verl 0.9.1
+    # engine/base.py _context_switch, megatron/transformer_impl.py 1040).
+    if (update or (plan.is_megatron and not plan.param_offload)) and st.grads.bytes:
         out.append(Component(name=Comp.of(role, "grads"), role=role, bytes=st.grads.bytes, formula=st.grads.formula))
     if st.optimizer.bytes and (update or not plan.optimizer_offload):
         why = (
@@ -165,29 +169,6 @@ def _reward_engine(ctx: Context) -> list[Component]:
 # ---- transients of a phase --------------------------------------------------------------------
 
 
-def _sync_bucket(ctx: Context) -> list[Component]:
-    """verl >= 0.8 streams through a GPU bucket shared over CUDA IPC; older releases ran vLLM in the trainer
-    process and loaded each full tensor directly (``calculator.resolve.versions``)."""
-    mib = ctx.s.rollout.update_weights_bucket_megabytes
-    bucket = mib * MIB_BYTES if ctx.r.behaviour.weight_sync_bucket else 0
-    formula = f"checkpoint_engine bucket {mib} MiB (uint8 GPU buffer, CUDA IPC)"
-    return [Component(name=Comp.SYNC_BUCKET, role=Role.SYNC, bytes=bucket, formula=formula)]
-
-
-def _sync_full_tensor(ctx: Context) -> list[Component]:
-    """Parameters are gathered whole one at a time in the master dtype (``get_per_tensor_param``:
-    ``full_tensor()``, no cast). With LoRA (``lora.merge=false``) the FIRST sync still sends the base weights
-    (vLLM starts from ``load_format=dummy``; ``base_sync_done``), later syncs only the adapters: the peak over
-    a run is the base's."""
-    s = ctx.s
-    lt = ctx.actor.arch.largest_tensor_params()
-    mb = 4 if s.actor.fsdp_config.model_dtype == "fp32" and not ctx.r.actor.is_megatron else 2
-    f = f"largest parameter {lt:,} gathered whole (full_tensor) x {mb} B"
-    if s.model.lora_rank:
-        f += " (LoRA: base weights on the first sync, adapters only afterwards)"
-    return [Component(name=Comp.SYNC_FULL_TENSOR, role=Role.SYNC, bytes=lt * mb, formula=f)]
-
-
 def _compute_state(ctx: Context, role: Role) -> tuple[Role, TrainingState]:
     if role is Role.CRITIC:
         assert ctx.critic_state is not None
@@ -202,9 +183,11 @@ def _transient(ctx: Context, row: PhaseRow, kind: Transient, worst: bool) -> lis
     if kind is Transient.REWARD_ENGINE:
         return _reward_engine(ctx)
     if kind is Transient.SYNC_BUCKET:
-        return _sync_bucket(ctx)
+        return sync.sync_bucket(ctx)
     if kind is Transient.SYNC_FULL_TENSOR:
-        return _sync_full_tensor(ctx)
+        return sync.sync_full_tensor(ctx)
+    if kind is Transient.SYNC_STATE_DICT:
+        return sync.sync_state_dict(ctx)
     assert row.compute is not None
     name, st = _compute_state(ctx, row.compute)
     batch = r.passes[row.phase].batch(worst)
@@ -225,6 +208,46 @@ def _transient(ctx: Context, row: PhaseRow, kind: Transient, worst: bool) -> lis
         return [training_activations(model, plan, batch, offload=ctx.s.model.enable_activation_offload)]
     entropy = {Transient.LOGITS: False, Transient.LOGITS_ENTROPY: True, Transient.LOGITS_UPDATE: r.entropy_in_update}
     return logits_components(ctx, name, tokens, entropy=entropy[kind], training=kind is Transient.LOGITS_UPDATE)
+
+
+def _optimizer_step(ctx: Context, row: PhaseRow, backward_transient: int) -> list[Component]:
+    """``optimizer.step()`` runs after the last micro-batch's backward, when activations, logits and gathered
+    units are freed: its temporary raises the phase's peak only by what exceeds those transients."""
+    assert row.compute is not None
+    role, st = _compute_state(ctx, row.compute)
+    step = st.step_transient
+    extra = max(0, step.bytes - backward_transient)
+    f = f"{step.formula}; counts only what exceeds the backward's transients ({format_gib(backward_transient)})"
+    return [Component(name=Comp.of(role, "optimizer_step"), role=role, bytes=extra, formula=f)]
+
+
+_ACTOR_ROOT_LINGERS = frozenset({Phase.REF_LOG_PROB, Phase.CRITIC_VALUES, Phase.UPDATE_CRITIC})
+
+
+def lingering_roots(ctx: Context, row: PhaseRow) -> list[Component]:
+    """FSDP1 never frees the root unit (embedding, final norm, lm_head) after forward (torch
+    ``_post_forward_reshard``: ``not state._is_root``). The legacy workers resharded it after each log-prob
+    pass; the 0.8+ engine does so only when ``fsdp_size > 1`` (verl 0.9.1 ``transformer_impl.py`` 1115,
+    ``EngineEvalModeCtx.__exit__``), so with the default -1 the ref's root stays gathered (bf16) in every phase
+    and the actor's from old_log_prob until its next backward."""
+    r = ctx.r
+    if r.behaviour.worker_impl != "engine" or ctx.s.hardware.num_gpus <= 1:
+        return []
+    out = []
+    ref = r.ref
+    if ctx.ref_separate and ref is not None and _root_lingers(ref) and row.phase is not Phase.REF_LOG_PROB:
+        b = 2 * ctx.actor.root_params
+        f = f"FSDP1 root unit of the ref left gathered after ref_log_prob (fsdp_size -1): {ctx.actor.root_params:,} x 2 B"
+        out.append(Component(name=Comp.REF_UNSHARDED_PARAMS, role=Role.REF, bytes=b, formula=f))
+    if _root_lingers(r.actor) and row.phase in _ACTOR_ROOT_LINGERS and _actor_use(ctx, row) is Use.IDLE:
+        b = 2 * ctx.actor.root_params
+        f = f"FSDP1 root unit of the actor left gathered after old_log_prob: {ctx.actor.root_params:,} x 2 B"
+        out.append(Component(name=Comp.ACTOR_UNSHARDED_PARAMS, role=Role.ACTOR, bytes=b, formula=f))
+    return out
+
+
+def _root_lingers(plan: TrainerPlan) -> bool:
+    return plan.strategy is Strategy.FSDP and plan.fsdp.fsdp_size <= 1 and not plan.cpu_offload_policy
 
 
 # ---- runtime ------------------------------------------------------------------------------------
@@ -281,10 +304,13 @@ def phase_memory(ctx: Context, phase: Phase, worst: bool) -> PhaseMemory:
     """Components on one GPU in ``phase``: resident state, the engine, the phase's transients (RESIDENCY row),
     runtime overheads; zero-byte components are dropped."""
     row = RESIDENCY[phase]
-    comps = _resident_state(ctx, row) + _engine(ctx, row)
+    comps = _resident_state(ctx, row) + lingering_roots(ctx, row) + _engine(ctx, row)
     transient = 0
     for kind in row.transients:
-        made = _transient(ctx, row, kind, worst)
+        if kind is Transient.OPTIMIZER_STEP:
+            made = _optimizer_step(ctx, row, transient)
+        else:
+            made = _transient(ctx, row, kind, worst)
         comps += made
         if kind not in NOT_FRAGMENTING:
             transient += sum(c.bytes for c in made)

@@ -50,6 +50,8 @@ class Transient(StrEnum):
     REWARD_ENGINE = "reward_engine"  # the reward model's engine, awake
     SYNC_BUCKET = "sync_bucket"  # weight-sync staging bucket
     SYNC_FULL_TENSOR = "sync_full_tensor"  # largest parameter gathered whole
+    SYNC_STATE_DICT = "sync_state_dict"  # FSDP1 shard clones / LoRA full-model summon while syncing
+    OPTIMIZER_STEP = "optimizer_step"  # optimizer.step() temporary beyond the backward's transients
 
 
 # Transients that are not torch-allocator churn of the trainer (not counted for fragmentation).
@@ -84,15 +86,24 @@ RESIDENCY: dict[Phase, PhaseRow] = {
         ),
         PhaseRow(Phase.REF_LOG_PROB, _I, _I, Engine.ASLEEP, Role.REF, (_T.GATHERED, _T.FORWARD_ACTIVATIONS, _T.LOGITS)),
         PhaseRow(Phase.CRITIC_VALUES, _I, _F, Engine.ASLEEP, Role.CRITIC, (_T.GATHERED, _T.FORWARD_ACTIVATIONS)),
-        PhaseRow(Phase.UPDATE_CRITIC, _I, _U, Engine.ASLEEP, Role.CRITIC, (_T.GATHERED, _T.TRAINING_ACTIVATIONS)),
+        PhaseRow(
+            Phase.UPDATE_CRITIC,
+            _I,
+            _U,
+            Engine.ASLEEP,
+            Role.CRITIC,
+            (_T.GATHERED, _T.TRAINING_ACTIVATIONS, _T.OPTIMIZER_STEP),
+        ),
         PhaseRow(
             Phase.UPDATE_ACTOR,
             _U,
             _I,
             Engine.ASLEEP,
             Role.ACTOR,
-            (_T.GATHERED, _T.DORA, _T.TRAINING_ACTIVATIONS, _T.LOGITS_UPDATE),
+            (_T.GATHERED, _T.DORA, _T.TRAINING_ACTIVATIONS, _T.LOGITS_UPDATE, _T.OPTIMIZER_STEP),
         ),
-        PhaseRow(Phase.WEIGHT_SYNC, _S, _I, Engine.WEIGHTS, None, (_T.SYNC_BUCKET, _T.SYNC_FULL_TENSOR)),
+        PhaseRow(
+            Phase.WEIGHT_SYNC, _S, _I, Engine.WEIGHTS, None, (_T.SYNC_BUCKET, _T.SYNC_FULL_TENSOR, _T.SYNC_STATE_DICT)
+        ),
     )
 }

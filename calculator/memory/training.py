@@ -52,6 +52,13 @@ class TrainingState:
     # Transient bf16 copies gathered for compute (FSDP units / Megatron nothing extra).
     gathered: StatePart
     extra_transient: StatePart  # DoRA merged weight, etc.
+    # Optimizer state built with the optimizer, before the rollout engine starts (Megatron's fp32 main shards);
+    # torch AdamW creates its moments lazily at the first step (0 for FSDP).
+    optimizer_at_init_bytes: int = 0
+    # Host RAM this role's optimizer keeps whatever the offload flags (Megatron's CPU optimizer fraction).
+    host_optimizer: StatePart = StatePart(0, "")
+    # Temporary of the optimizer step beyond the resident state (torch AdamW foreach: sqrt(exp_avg_sq)).
+    step_transient: StatePart = StatePart(0, "")
 
 
 def shard_size(fsdp: FsdpSection, num_gpus: int) -> int:
@@ -112,13 +119,33 @@ def fsdp_state(s: Scenario, role: RoleModel, fsdp: FsdpSection, strategy: str, t
         2 * (2 * layer + root),
         f"bf16 all-gather: 2 decoder layers x {layer:,} (prefetch) + {root_txt} {root:,} params, x 2 B",
     )
+    if not fsdp.reshard_after_forward and trained:
+        # verl get_sharding_strategy(zero3_enable=reshard_after_forward=False): FSDP1 SHARD_GRAD_OP / FSDP2
+        # without reshard keep every unit gathered from its forward to its backward (and FSDP1 never frees them
+        # in forward-only passes: SHARD_GRAD_OP is not in RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES).
+        gathered = StatePart(2 * p, f"reshard_after_forward=false: every unit stays gathered, {p:,} params x 2 B")
+    step = _adamw_step_transient(s.actor.optim.optimizer, trainable_params=adapters if lora else p, mb=mb, n=n)
+    if not trained:
+        step = StatePart(0, "")
     extra = StatePart(0, "")
     if lora and s.model.use_dora:
         t = dora_transient_bytes(role.arch, s.model.target_modules)
         extra = StatePart(
             t, "DoRA: merged weight W + B·A of the largest adapted matrix and its square for the norm, bf16"
         )
-    return TrainingState(params, grads, opt, gathered, extra)
+    return TrainingState(params, grads, opt, gathered, extra, step_transient=step)
+
+
+def _adamw_step_transient(optimizer: str, trainable_params: int, mb: int, n: int) -> StatePart:
+    """torch.optim.AdamW with default arguments runs the foreach implementation on CUDA (verl 0.9.1
+    ``workers/config/optimizer.py`` builds it without ``foreach``/``fused``); ``_multi_tensor_adam`` allocates
+    ``exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sq)`` for the whole parameter group: one more
+    state-sized tensor during ``optimizer.step()`` (torch/optim/adam.py). Left out: the foreach lists' small
+    per-tensor scalars."""
+    if optimizer not in ("AdamW", "adam"):
+        return StatePart(0, "")
+    b = trainable_params * mb // n
+    return StatePart(b, f"AdamW foreach step: sqrt(exp_avg_sq) temporary {trainable_params:,} x {mb} B / {n} GPUs")
 
 
 def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bool) -> TrainingState:
@@ -142,14 +169,59 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
         return TrainingState(
             params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, "")
         )
-    grads = StatePart(int(local * 4), f"fp32 grad buffer: {split}, x 4 B")
-    ob = 4 + optimizer_bytes_per_param(s.actor.optim.optimizer, 4)
-    if m.use_distributed_optimizer:
-        opt = StatePart(
-            int(local_dp_sharded * ob), f"distributed optimizer fp32 master + Adam ({ob:g} B) / DP {dp}: {split}"
-        )
-    else:
-        opt = StatePart(int(local * ob), f"fp32 master + Adam ({ob:g} B), not sharded over DP: {split}")
+    gb = dtype_bytes(m.main_grads_dtype) if m.use_precision_aware_optimizer else 4
+    grads = StatePart(int(local * gb), f"grad buffer ({'main_grads_dtype' if gb == 2 else 'fp32'}): {split}, x {gb} B")
+    q = local_dp_sharded if m.use_distributed_optimizer else local
+    where = f"/ DP {dp}: {split}" if m.use_distributed_optimizer else f"not sharded over DP: {split}"
+    gpu_b, init_b, host_b, text, host_text = megatron_optimizer_bytes(s.actor.optim.optimizer, m)
+    opt = StatePart(int(q * gpu_b), f"{text} {where}")
+    host = StatePart(int(q * host_b), f"{host_text} {where}") if host_b else StatePart(0, "")
     return TrainingState(
-        params, grads, opt, StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"), StatePart(0, "")
+        params,
+        grads,
+        opt,
+        StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"),
+        StatePart(0, ""),
+        optimizer_at_init_bytes=int(q * init_b),
+        host_optimizer=host,
     )
+
+
+def megatron_optimizer_bytes(optimizer: str, m: MegatronSection) -> tuple[float, float, float, str, str]:
+    """Per DP-sharded parameter: (GPU optimizer bytes, of which built at init, host bytes, formulas) of
+    Megatron-core's distributed optimizer (megatron-core 0.16 ``optimizer/distrib_optimizer.py``,
+    ``optimizer/cpu_offloading/hybrid_optimizer.py``; verl 0.9.1 ``utils/megatron/optimizer.py``).
+
+    - default: fp32 main-param shard (4 B, created when the optimizer is built) + Adam moments (8 B, lazily);
+    - ``use_precision_aware_optimizer`` without CPU offload: TE FusedAdam keeps the master as int16 remainders
+      beside the bf16 param (``store_param_remainders``, 2 B) and the moments in ``exp_avg*_dtype``, both
+      created at its first step (*probable*: TE ``FusedAdam.initialize_state`` on an empty state);
+    - ``optimizer_cpu_offload`` (HybridDeviceOptimizer, ``param_update_in_fp32=True``): the first
+      ``optimizer_offload_fraction`` of the parameters (by count) get a pinned fp32 CPU copy, a pinned CPU grad
+      copy and CPU Adam moments (16 B on the host); the rest are cloned to fp32 on the GPU with GPU moments
+      (12 B). Without the precision-aware optimizer the distributed optimizer's own fp32 shards (4 B) stay on
+      the GPU for every parameter (``model_param.main_param``), the offloaded part included.
+    Left out: the grad-norm and clip temporaries, TE FusedAdam's fp8 paths."""
+    moments = optimizer_bytes_per_param(optimizer, 4)
+    if m.use_precision_aware_optimizer and not m.optimizer_cpu_offload and moments:
+        moments = float(dtype_bytes(m.exp_avg_dtype) + dtype_bytes(m.exp_avg_sq_dtype))
+    if not m.optimizer_cpu_offload:
+        master = 2 if m.use_precision_aware_optimizer else 4
+        kind = "int16 master remainders (precision-aware)" if master == 2 else "fp32 master"
+        # TE FusedAdam creates its master remainders with the moments at the first step; the distributed
+        # optimizer's fp32 shards exist from construction.
+        init = 0 if m.use_precision_aware_optimizer else master
+        return master + moments, init, 0.0, f"distributed optimizer {kind} + Adam ({master + moments:g} B)", ""
+    f = m.optimizer_offload_fraction
+    keep = 1 - f
+    dist_master = 0 if m.use_precision_aware_optimizer else 4
+    gpu = dist_master + keep * (4 * (dist_master == 0) + moments)
+    init = dist_master + keep * 4 * (dist_master == 0)
+    host = f * (4 + moments + 4)
+    text = (
+        f"CPU optimizer (offload fraction {f:g}): GPU keeps "
+        + ("fp32 main shards 4 B + " if dist_master else "")
+        + f"{keep:g} x ({'fp32 clone 4 B + ' if not dist_master else ''}Adam {moments:g} B) = {gpu:g} B"
+    )
+    host_text = f"CPU optimizer: {f:g} x (pinned fp32 master 4 B + Adam {moments:g} B + pinned grad 4 B)"
+    return gpu, init, host, text, host_text

@@ -46,19 +46,32 @@ def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, tr
             )
         return out
     copies = 2 if temp_copy else 1
+    # verl 0.9.1 transformer_impl.py 1424-1431 (legacy dp_actor alike): with the entropy computed in a training
+    # pass the flash-attn cross-entropy runs with inplace_backward=False, so the log-prob backward allocates its
+    # own T x V bf16 gradient beside the saved logits and the entropy's gradient; without entropy it overwrites
+    # the logits in place.
+    ce_grad = 1 if (training and entropy) else 0
     out.append(
         Component(
             name=f"{role}_logits",
             role=role,
-            bytes=tokens * v * 2 * copies,
-            formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)"
-            + (" x 2 (logits / temperature makes a copy)" if temp_copy else ""),
+            bytes=tokens * v * 2 * (copies + ce_grad),
+            formula=f"{tokens} tokens x vocab {v} x 2 B (bf16)" + _logits_copies(temp_copy, ce_grad),
         )
     )
     if entropy:
         b, f = _entropy_bytes(ctx, tokens, v, training)
         out.append(Component(name=f"{role}_entropy", role=role, bytes=b, formula=f))
     return out
+
+
+def _logits_copies(temp_copy: bool, ce_grad: int) -> str:
+    what = ["logits"]
+    if temp_copy:
+        what.append("logits / temperature copy")
+    if ce_grad:
+        what.append("log-prob gradient, inplace_backward=False beside the entropy")
+    return f" x {len(what)} ({', '.join(what)})" if len(what) > 1 else ""
 
 
 def _entropy_bytes(ctx: Context, tokens: int, v: int, training: bool) -> tuple[int, str]:

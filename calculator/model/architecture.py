@@ -198,11 +198,15 @@ class Architecture(BaseModel):
             + self.vocab_size * self.hidden_size * int(self.tie_word_embeddings)
         )
 
-    def largest_tensor_params(self) -> int:
+    def largest_tensor_params(self, per_expert: bool = False) -> int:
         """Largest single parameter tensor: the embedding (or untied LM head), or in transformers 5.x
         a fused MoE expert tensor ``gate_up_proj`` of shape (E, 2*I_moe, h). Weight sync sends a
-        tensor larger than the bucket whole (DESIGN.md 4.6)."""
+        tensor larger than the bucket whole (DESIGN.md 4.6). ``per_expert``: the backend holds and exports
+        one tensor per expert (Megatron's bridge, verl 0.9.1 ``megatron/transformer_impl.py``
+        ``get_per_tensor_param``), so no fused expert block exists."""
         largest = self.embedding_params()
+        if self.is_moe and per_expert:
+            return max(largest, 2 * self.moe_intermediate_size * self.hidden_size, self.dense_mlp_params() // 3 * 2)
         if self.is_moe:
             largest = max(largest, self.num_experts * 2 * self.moe_intermediate_size * self.hidden_size)
         return largest

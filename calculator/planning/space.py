@@ -252,7 +252,7 @@ def build_scenario(base: Scenario, k: Knobs, options: list[BatchOption], arch: A
     try:
         hw = b.hardware
         if k.num_gpus != hw.num_gpus:
-            hw = HardwareSection(gpu=hw.gpu, num_gpus=k.num_gpus, gpus_per_node=hw.gpus_per_node)
+            hw = HardwareSection(**{**hw.model_dump(), "num_gpus": k.num_gpus})
     except ValidationError:
         return None
     opt = options[k.batch]
@@ -280,6 +280,9 @@ def build_scenario(base: Scenario, k: Knobs, options: list[BatchOption], arch: A
         "tensor_model_parallel_size": k.rollout_tp,
         "gpu_memory_utilization": k.gpu_memory_utilization,
         "free_cache_engine": k.free_cache_engine,
+        # A LoRA the planner proposes syncs layer by layer: without layered_summon FSDP1 summons the whole model
+        # in fp32 on every GPU at each sync (verl docs/advance/ppo_lora.rst recommends it for large models).
+        "layered_summon": b.rollout.layered_summon or (k.lora and not b.model.lora_rank),
         "max_model_len": b.rollout.max_model_len
         if b.rollout.max_model_len is not None or not k.cap_max_model_len
         else b.data.max_prompt_length + b.data.max_response_length,

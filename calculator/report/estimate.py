@@ -9,9 +9,11 @@ from calculator.memory import phases as memory
 from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
 from calculator.memory.engine import max_concurrent_sequences
+from calculator.memory.host import HostMemory, host_memory
 from calculator.names import Phase, Role
 from calculator.report.models import (
     HardwareInfo,
+    HostOut,
     ModelInfo,
     PeakOut,
     PhaseMemory,
@@ -73,6 +75,17 @@ def rollout_out(ctx: Context) -> RolloutOut:
         starts=memory.engine_starts(ctx),
         max_model_len=r.rollout.max_model_len,
         formulas=rb.formulas,
+    )
+
+
+def host_out(host: HostMemory) -> HostOut:
+    return HostOut(
+        ram_gib_per_node=host.ram_bytes / GIB_BYTES,
+        usable_ram_gib_per_node=host.usable_bytes / GIB_BYTES,
+        fits=host.fits,
+        components={k: v / GIB_BYTES for k, v in host.components.items()},
+        total_gib_per_node=host.total_bytes / GIB_BYTES,
+        formulas=host.formulas,
     )
 
 
@@ -184,8 +197,9 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
     expected = memory.all_phases(ctx, worst=False)
     worst = memory.all_phases(ctx, worst=True)
     rollout = rollout_out(ctx)
+    host = host_memory(ctx)
     checks = check_config(ctx.r)
-    v = verdict(ctx, expected, worst, rollout, checks)
+    v = verdict(ctx, expected, worst, rollout, checks, host)
     rollout = rollout.model_copy(update={"start_reasons": v.start_reasons})
     peak = peak_out(ctx, expected, worst, v)
     warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
@@ -198,6 +212,7 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         peak=peak,
         rollout=rollout,
         time=time_out(ctx, v.time_reason) if with_time else None,
+        host=host_out(host),
         warnings=warnings,
         roles=_roles(ctx),
         worst_case_phases=[_phase_out(p) for p in worst],

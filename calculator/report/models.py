@@ -103,6 +103,17 @@ class PeakOut(_Frozen):
     )
 
 
+class HostOut(_Frozen):
+    """Host (CPU) RAM per node (DESIGN.md 4.9, 6.5); ``components`` add up to ``total_gib_per_node``."""
+
+    ram_gib_per_node: float
+    usable_ram_gib_per_node: float
+    fits: bool
+    components: dict[str, float]
+    total_gib_per_node: float
+    formulas: dict[str, str] = Field(default_factory=dict)
+
+
 class RolloutOut(_Frozen):
     engine: str
     num_replicas: int
@@ -187,6 +198,7 @@ class Report(_Frozen):
     peak: PeakOut
     rollout: RolloutOut
     time: TimeOut | None = None
+    host: HostOut | None = None
     warnings: list[str]
     roles: list[str]
     worst_case_phases: list[PhaseOut]

@@ -10,10 +10,12 @@ numbers and a fix:
 4. the KV cache holds one ``max_model_len`` sequence (vLLM: ``vllm/v1/core/kv_cache_utils.py``
    ``check_enough_kv_cache_memory``; the memory model applies the same rule to SGLang's pool);
 5. verl accepts the config: no check of ``calculator.verl.checks`` with severity ``error`` (verl raises
-   before or during the first step; each message cites the verl 0.9.1 function that raises).
+   before or during the first step; each message cites the verl 0.9.1 function that raises);
+6. host RAM per node fits (``calculator.memory.host``: what the node's processes hold against the node's RAM x
+   Ray's memory-monitor threshold; Ray kills a worker above it).
 
 ``peak.worst_case_reasons`` does the same for ``worst_case_fits`` (every sequence at max length): criterion 1
-with the worst-case peak, then 2-5. Left out: host RAM (``host``), the planner's safety margin (the planner
+with the worst-case peak, then 2-6. Left out: the planner's safety margin (the planner
 and the advisor apply it, ``calculator.planning.fit``).
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.memory.context import Context
+from calculator.memory.host import HostMemory, host_reason
 from calculator.report.models import PhaseMemory, RolloutOut
 from calculator.units import GIB_BYTES
 from calculator.verl.checks.problem import ConfigProblem
@@ -119,13 +122,15 @@ def verdict(
     worst: list[PhaseMemory],
     rollout: RolloutOut,
     checks: list[ConfigProblem],
+    host: HostMemory | None = None,
 ) -> Verdict:
     """Every failed fit criterion of the module docstring, in that order, with numbers and a fix."""
     usable = ctx.gpu.usable_memory_bytes
     peak = max(expected, key=lambda p: p.total_bytes)
     wpeak = max(worst, key=lambda p: p.total_bytes)
     startup = _startup_reasons(ctx, rollout)
-    rest = startup + _verl_reasons(checks)
+    host_line = host_reason(host) if host is not None else None
+    rest = startup + _verl_reasons(checks) + ([host_line] if host_line else [])
     mem = [_memory_reason("peak", peak, usable)] if peak.total_bytes > usable else []
     wmem = (
         [_memory_reason("worst case (every sequence at max length)", wpeak, usable)]

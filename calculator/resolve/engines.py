@@ -3,7 +3,10 @@
 verl 0.9.1 facts used (``workers/rollout/vllm_rollout``, ``workers/config/rollout.py``):
 - ``max_model_len``: the configured one, else the model's ``max_position_embeddings``, never below
   prompt + response (verl passes ``max_model_len or max_position_embeddings`` to vLLM).
-- weights in fp8 when ``rollout.quantization=fp8`` (1 B/param), bf16 otherwise; KV in fp8 when
+- weights in fp8 when ``rollout.quantization=fp8`` (1 B/param for the linear layers; embeddings, lm_head and
+  norms stay bf16), bf16 otherwise; with ``expert_parallel_size > 1`` vLLM's ``enable_expert_parallel`` splits
+  the routed experts over TP x DP ranks (verl asserts EP = TP x DP, ``workers/config/rollout.py`` 294-296;
+  ``vllm_async_server.py`` 402); KV in fp8 when
   ``kv_cache_dtype=fp8``, else the model dtype (2 B).
 - vLLM captures CUDA graphs for batch sizes up to ``min(2 x max_num_seqs, 512, max_num_batched_tokens)``
   (``vllm/config/vllm.py``); the profile forward runs over ``max_num_batched_tokens`` tokens, or
@@ -20,6 +23,9 @@ from dataclasses import dataclass
 from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
 
+# verl sets rollout.logprobs_mode: processed_logprobs from 0.7.0 on (_generated_ppo_trainer.yaml); 0.6 and older
+# pass no logprobs_mode (vLLM's default raw_logprobs: no log_softmax in the top-k/top-p sampler).
+VERSIONS_WITHOUT_LOGPROBS_MODE = ("0.5", "0.6")
 CUDA_GRAPH_MAX_CAPTURE = 512  # vllm/config/vllm.py: min(2 x max_num_seqs, 512, max_num_batched_tokens)
 
 
@@ -37,6 +43,9 @@ class EngineSettings:
     enforce_eager: bool
     weight_bytes_per_param: int
     kv_dtype_bytes: int
+    data_parallel: int = 1  # vLLM DP ranks of one engine (each holds its own KV cache)
+    expert_parallel: bool = False  # vLLM enable_expert_parallel: experts split over TP x DP ranks
+    sampler_log_softmax: bool = True  # logprobs_mode processed_logprobs: the sampler adds an fp32 log_softmax
 
     @property
     def capture_limit(self) -> int:
@@ -72,6 +81,9 @@ def rollout_engine(s: Scenario, arch: Architecture) -> EngineSettings:
         enforce_eager=r.enforce_eager,
         weight_bytes_per_param=1 if r.quantization == "fp8" else 2,
         kv_dtype_bytes=1 if r.kv_cache_dtype == "fp8" else 2,
+        data_parallel=r.data_parallel_size,
+        expert_parallel=r.expert_parallel_size > 1,
+        sampler_log_softmax=s.verl_version not in VERSIONS_WITHOUT_LOGPROBS_MODE,
     )
 
 

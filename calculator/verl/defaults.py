@@ -20,8 +20,8 @@ from calculator.verl.keys import (
     FSDP_ONLY,
     KEY_MAPS,
     MEGATRON_ONLY,
-    NESTED_FIELDS,
     VERL_PLACEHOLDER_MODEL_PATH,
+    _verl_field,
 )
 
 # verl 0.9.1's defaults for every key in calculator/verl/keys.py, as written in _generated_ppo_trainer.yaml
@@ -93,6 +93,7 @@ VERL_DEFAULTS: dict[str, Any] = {
     f"{_R}.log_prob_use_dynamic_bsz": _OC_ACTOR + "use_dynamic_bsz,false}",
     f"{_R}.log_prob_max_token_len_per_gpu": _OC_ACTOR + "ppo_max_token_len_per_gpu,16384}",
     f"{_R}.checkpoint_engine.update_weights_bucket_megabytes": 2048,
+    f"{_R}.layered_summon": False,
     f"{_F}.log_prob_micro_batch_size": None,
     f"{_F}.log_prob_micro_batch_size_per_gpu": None,
     f"{_F}.log_prob_use_dynamic_bsz": _OC_ACTOR + "use_dynamic_bsz,false}",
@@ -144,9 +145,9 @@ VERL_MEGATRON_DEFAULTS: dict[str, Any] = {
     f"{_A}.strategy": "megatron",
     f"{_A}.optim.optimizer": "adam",
     "critic.strategy": "megatron",
-    **{f"{_A}.megatron.{NESTED_FIELDS.get(k, k)}": v for k, v in MegatronSection().model_dump().items()},
+    **{_verl_field(f"{_A}.megatron", k): v for k, v in MegatronSection().model_dump().items()},
     f"{_F}.megatron.param_offload": _MEG,
-    **{f"critic.megatron.{NESTED_FIELDS.get(k, k)}": v for k, v in MegatronSection().model_dump().items()},
+    **{_verl_field("critic.megatron", k): v for k, v in MegatronSection().model_dump().items()},
 }
 # Keys only in one of the two configs (the rest of KEY_MAPS exists in both).
 _FSDP_ONLY_KEYS = {km.verl for km in KEY_MAPS if km.engines == FSDP_ONLY} | {

@@ -47,10 +47,30 @@ NESTED_FIELDS: dict[str, str] = {
 }
 
 
+# Megatron-core optimizer settings rlplan keeps in the megatron section but verl reads from the role's optim
+# section: the precision-aware dtypes are optim keys (0.9.1 optim/megatron.yaml); the CPU-offload ones are passed
+# through ``+optim.override_optimizer_config.*`` into megatron.core OptimizerConfig (utils/megatron/optimizer.py).
+OPTIM_FIELDS: dict[str, str] = {
+    **{
+        f: f"optim.{f}"
+        for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
+    },
+    **{
+        f: f"optim.override_optimizer_config.{f}"
+        for f in ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
+    },
+}
+
+
+def _verl_field(verl_prefix: str, f: str) -> str:
+    if f in OPTIM_FIELDS and verl_prefix.endswith(".megatron"):
+        return f"{verl_prefix.removesuffix('.megatron')}.{OPTIM_FIELDS[f]}"
+    return f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}"
+
+
 def _section(native_prefix: str, verl_prefix: str, model: type[BaseModel], group: str, engines: tuple[str, ...]):
     return tuple(
-        KeyMap(f"{native_prefix}.{f}", f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}", group, engines)
-        for f in model.model_fields
+        KeyMap(f"{native_prefix}.{f}", _verl_field(verl_prefix, f), group, engines) for f in model.model_fields
     )
 
 
@@ -120,6 +140,7 @@ KEY_MAPS: tuple[KeyMap, ...] = (
     KeyMap(
         "rollout.update_weights_bucket_megabytes", f"{_R}.checkpoint_engine.update_weights_bucket_megabytes", "rollout"
     ),
+    KeyMap("rollout.layered_summon", f"{_R}.layered_summon", "rollout"),
     # ref
     KeyMap("ref.log_prob_micro_batch_size_per_gpu", f"{_F}.log_prob_micro_batch_size_per_gpu", "ref"),
     KeyMap("ref.log_prob_use_dynamic_bsz", f"{_F}.log_prob_use_dynamic_bsz", "ref"),
@@ -162,6 +183,7 @@ RLPLAN_ONLY: tuple[str, ...] = (
     "description",
     "verl_version",
     "hardware.gpu",
+    "hardware.host_ram_gib_per_node",
     "model.config",
     "model.use_dora",
     "data.mean_prompt_length",
@@ -210,6 +232,16 @@ ALIASES: dict[str, str] = {
     **{f"reward_model.rollout.{f}": f"reward_model.rollout.{f}" for f in RewardRolloutSection.model_fields},
     **{f"critic.model.fsdp_config.{f}": f"critic.fsdp.{f}" for f in FsdpSection.model_fields},
 }
+
+# Megatron-core OptimizerConfig fields verl's own scripts also pass through override_optimizer_config (e.g.
+# examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh), and verl <= 0.7's megatron.grad_offload.
+ALIASES.update(
+    {
+        f"{role}.optim.override_optimizer_config.{f}": f"{native}.megatron.{f}"
+        for role, native in ((_A, "actor"), ("critic", "critic"))
+        for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
+    }
+)
 
 # verl keys that would be accepted by Hydra but are not modelled: accepted silently on import.
 IGNORED_PREFIXES: tuple[str, ...] = (
@@ -293,7 +325,6 @@ IGNORED_PREFIXES: tuple[str, ...] = (
     f"{_R}.agent",
     f"{_R}.multi_turn",
     f"{_R}.calculate_log_probs",
-    f"{_R}.layered_summon",
     f"{_R}.prompt_length",
     f"{_R}.response_length",
     f"{_R}.disable_log_stats",
@@ -351,6 +382,7 @@ DEPRECATED_MICRO_KEYS: dict[str, str] = {
 # Keys that exist in neither generated config and need Hydra's ``+`` to be added.
 PLUS_KEYS: frozenset[str] = frozenset(
     {f"{_R}.engine_kwargs.vllm.kv_cache_dtype", f"{_R}.engine_kwargs.sglang.kv_cache_dtype"}
+    | {f"{role}.{v}" for role in (_A, "critic") for v in OPTIM_FIELDS.values() if "override_optimizer_config" in v}
 )
 
 # model.target_modules: rlplan's short names <-> the module lists verl/PEFT accept.

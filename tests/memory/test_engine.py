@@ -56,11 +56,15 @@ def test_cuda_graph_pool_by_hand():
 
 
 def test_profile_run_by_hand():
-    sampler = 256 * V * (2 + 4 + 4)  # min(8192 tokens, 256 seqs) requests x vocab x (bf16 + fp32 + fp32)
+    # min(8192 tokens, 256 seqs) requests x vocab x (bf16 + fp32 copy + fp32 probs + fp32 log_softmax of
+    # logprobs_mode=processed_logprobs)
+    sampler = 256 * V * (2 + 4 + 4 + 4)
     assert profile_activation_bytes(ARCH, VLLM, OV) == 8192 * FORWARD_PER_TOKEN + sampler
     # without chunked prefill the profile runs a whole max_model_len sequence
     long = replace(VLLM, enable_chunked_prefill=False, max_model_len=20000)
-    assert profile_activation_bytes(ARCH, long, OV) == 20000 * FORWARD_PER_TOKEN + 256 * V * 10
+    assert profile_activation_bytes(ARCH, long, OV) == 20000 * FORWARD_PER_TOKEN + 256 * V * 14
+    raw = replace(VLLM, sampler_log_softmax=False)  # verl <= 0.6: vLLM's raw logprobs, no log_softmax
+    assert profile_activation_bytes(ARCH, raw, OV) == 8192 * FORWARD_PER_TOKEN + 256 * V * 10
 
 
 def test_worked_example_of_the_docstring():

@@ -13,7 +13,7 @@ from functools import cache
 import pytest
 
 from calculator import estimate, load_scenario, scenario_presets
-from calculator.memory.engine import SAMPLER_BYTES_PER_LOGIT
+from calculator.memory.engine import LOG_SOFTMAX_BYTES_PER_LOGIT, SAMPLER_BYTES_PER_LOGIT
 from calculator.resolve.resolved import resolve
 from tests.golden.capture import VARIANTS
 
@@ -84,7 +84,7 @@ def test_profile_formula_names_the_tokens_it_counts(chunked: bool) -> None:
     )
     assert m, text
     tokens, per_token, reqs, vocab, sampler_b = _ints(m)
-    assert sampler_b == SAMPLER_BYTES_PER_LOGIT
+    assert sampler_b == SAMPLER_BYTES_PER_LOGIT + LOG_SOFTMAX_BYTES_PER_LOGIT  # verl 0.9: processed_logprobs
     assert tokens * per_token + reqs * vocab * sampler_b == round(r.rollout.activation_gib_per_gpu * 2**30)
     max_model_len = resolve(s).rollout.max_model_len  # the model's max_position_embeddings here
     assert tokens == (

@@ -100,11 +100,13 @@ def test_no_searched_setting_fits_one_count_below_the_minimum(scenario_id, gpu):
     check()
 
 
+# (the memory model's issue-14 mechanisms moved 7B GRPO on 4 x A100-40GB and 7B PPO on 4 x L40S past the border:
+# their most-saving frontier no longer fits at any margin; the neighbours below are the borderline cases now)
 BORDERLINE = [
     (BASE, "a100-80gb", 2),
     (BASE, "rtx4090-24gb", 8),
-    (BASE, "a100-40gb", 4),
-    ("qwen2.5-7b-ppo-8xh100", "l40s-48gb", 4),
+    (BASE, "l40s-48gb", 4),
+    ("qwen2.5-7b-ppo-8xh100", "a100-40gb", 8),
     ("qwen3-30b-a3b-grpo-16xh100", "h100-80gb", 8),
 ]
 

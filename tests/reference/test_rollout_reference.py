@@ -29,6 +29,7 @@ def settings(**kw) -> EngineSettings:
         enforce_eager=True,
         weight_bytes_per_param=2,
         kv_dtype_bytes=2,
+        sampler_log_softmax=False,  # these logs predate verl's logprobs_mode=processed_logprobs (V0 / raw logprobs)
     )
     base.update(kw)
     return EngineSettings(**base)

@@ -15,7 +15,7 @@ from tests.support.strategies import scenario_dicts
 
 BASE = "qwen2.5-7b-grpo-8xh100"
 # Issue 13 item 5: 70B on 32 x H200 from the 7B preset. Memory fits (110.52 of 139.8 GiB) but the KV cache holds
-# 105,648 tokens < max_model_len 131,072 (Llama-3.1's max_position_embeddings): vLLM refuses to start.
+# 104,848 tokens < max_model_len 131,072 (Llama-3.1's max_position_embeddings): vLLM refuses to start.
 ITEM5 = {"model.path": "llama3.1-70b", "hardware.num_gpus": 32, "hardware.gpu": "h200-141gb"}
 
 
@@ -48,7 +48,7 @@ def test_item5_names_the_kv_cache_not_the_startup_memory():
     assert not r.peak.fits
     kv = [x for x in r.peak.reasons if x.startswith("KV cache holds")]
     assert kv == [
-        "KV cache holds 105,648 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
+        "KV cache holds 104,848 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
         "rollout.max_model_len=1536 (prompt + response), raise rollout.gpu_memory_utilization or "
         "rollout.tensor_model_parallel_size."
     ]

@@ -118,8 +118,7 @@ def _roles(ctx: Context) -> list[str]:
 def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list[str] | None = None) -> Report:
     """Memory per phase, peak, rollout capacity, step time and warnings for one scenario."""
     ctx = build_context(scenario)
-    expected = memory.all_phases(ctx, worst=False)
-    worst = memory.all_phases(ctx, worst=True)
+    expected, worst = memory.expected_and_worst(ctx)
     rollout = rollout_out(ctx)
     peak = peak_out(ctx, expected, worst, rollout.starts)
     warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)

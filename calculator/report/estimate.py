@@ -23,6 +23,7 @@ from calculator.resolve.resolved import Source, resolve
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
 from calculator.verl.checks import check_config
+from calculator.verl.checks.problem import ConfigProblem
 
 
 def _phase_out(p: PhaseMemory) -> PhaseOut:
@@ -115,16 +116,38 @@ def _roles(ctx: Context) -> list[str]:
     return [Role.ACTOR, Role.ROLLOUT] + [role for role, on in present.items() if on]
 
 
-def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list[str] | None = None) -> Report:
-    """Memory per phase, peak, rollout capacity, step time and warnings for one scenario."""
+def _warnings(
+    ctx: Context,
+    expected: list[PhaseMemory],
+    worst: list[PhaseMemory],
+    rollout: RolloutOut,
+    peak: PeakOut,
+    extra: list[str] | None,
+) -> tuple[list[str], list[ConfigProblem]]:
+    """The report's warning lines and verl's config checks (also listed as 'verl: ...' lines)."""
+    warnings = list(extra or []) + collect_warnings(ctx, expected, worst, rollout, peak)
+    checks = check_config(ctx.r)
+    warnings += [f"verl: {p.message}" for p in checks]
+    warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
+    return warnings, checks
+
+
+def estimate(
+    scenario: Scenario,
+    *,
+    with_time: bool = True,
+    extra_warnings: list[str] | None = None,
+    with_warnings: bool = True,
+) -> Report:
+    """Memory per phase, peak, rollout capacity, step time and warnings for one scenario.
+
+    ``with_warnings=False`` leaves ``warnings``, ``checks`` and ``decisions`` empty (every number is the same):
+    the planner estimates hundreds of candidates and reads none of them."""
     ctx = build_context(scenario)
     expected, worst = memory.expected_and_worst(ctx)
     rollout = rollout_out(ctx)
     peak = peak_out(ctx, expected, worst, rollout.starts)
-    warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
-    checks = check_config(ctx.r)
-    warnings += [f"verl: {p.message}" for p in checks]
-    warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
+    warnings, checks = _warnings(ctx, expected, worst, rollout, peak, extra_warnings) if with_warnings else ([], [])
     return Report(
         model=_model_info(ctx),
         hardware=_hardware_info(ctx),
@@ -137,5 +160,5 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         worst_case_phases=[_phase_out(p) for p in worst],
         verl_version=scenario.verl_version,
         checks=checks,
-        decisions=[d.text() for d in ctx.r.decisions],
+        decisions=[d.text() for d in ctx.r.decisions] if with_warnings else [],
     )

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "export":
             return export_main(args, scenario_from_args)
-        if args.command in ("plan", "advise"):
+        if args.command in ("plan", "advise", "tradeoffs"):
             return plan_main(args, scenario_from_args)
         scenario, notes = scenario_from_args(args)
         report = estimate(scenario, extra_warnings=notes)

@@ -1,8 +1,9 @@
-"""``python -m calculator plan`` and ``advise`` (DESIGN.md 6.4): argument parsing and text output.
+"""``python -m calculator plan``, ``advise`` and ``tradeoffs`` (DESIGN.md 6.4): argument parsing and text output.
 
     python -m calculator plan [SCENARIO] [estimate's options] [--gpus ID,ID,...] [--max-gpus N]
         [--margin 0.10] [--allow-lora] [--format table|csv|markdown] [--json]
     python -m calculator advise [SCENARIO] [estimate's options] [--margin 0.10] [--max-gpus N] [--json]
+    python -m calculator tradeoffs [SCENARIO] [estimate's options] [--json]
 
 Bad input exits 2 with one line per problem naming the field (handled by ``calculator.cli.main.main``).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,7 @@ from calculator.planning.planner import DEFAULT_MAX_GPUS, plan
 from calculator.planning.rows import Plan
 from calculator.planning.settings import format_verl_value
 from calculator.planning.table import plan_table
+from calculator.planning.tradeoff import pareto_front, tradeoff_sweep
 
 AddScenarioOptions = Callable[[argparse.ArgumentParser], None]
 
@@ -39,6 +42,8 @@ def add_plan_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None
     add_scenario_options(ap)
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
     ap.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count tried")
+    tp = sub.add_parser("tradeoffs", help="memory / time sweep of the optimisation toggles and its Pareto front")
+    add_scenario_options(tp)
 
 
 def _gpu_list(text: str | None) -> list[str] | None:
@@ -102,9 +107,42 @@ def format_advice(a: Advice) -> str:
     return "\n".join(lines)
 
 
+def tradeoffs_json(scenario: Any) -> dict[str, Any]:
+    """DESIGN.md 6.5: ``{"points": [...], "front": [...], "elapsed_s": float}`` (elapsed: the sweep and front)."""
+    t0 = time.perf_counter()
+    points = tradeoff_sweep(scenario)
+    front = pareto_front(points)
+    elapsed = time.perf_counter() - t0
+    return {
+        "points": [p.model_dump(mode="json") for p in points],
+        "front": [p.model_dump(mode="json") for p in front],
+        "elapsed_s": elapsed,
+    }
+
+
+def format_tradeoffs(data: dict[str, Any]) -> str:
+    points, front = data["points"], data["front"]
+    lines = [
+        f"{len(points)} settings swept in {data['elapsed_s']:.2f} s; {sum(p['fits'] for p in points)} fit; "
+        f"Pareto front (fits, no other point both smaller and faster): {len(front)} points",
+        "",
+        f"{'peak GiB':>9} {'step s':>9} {'tok/s/GPU':>10}  settings",
+    ]
+    for p in front:
+        mark = " (current)" if p["is_current"] else ""
+        lines.append(
+            f"{p['peak_gib_per_gpu']:>9.1f} {p['step_s']:>9.1f} {p['tokens_per_s_per_gpu']:>10,.0f}  {p['label']}{mark}"
+        )
+    return "\n".join(lines)
+
+
 def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.Namespace], Any]) -> int:
     """Run ``plan`` or ``advise`` for parsed arguments; InputError propagates to ``cli.main``."""
     scenario, _notes = scenario_from_args(args)
+    if args.command == "tradeoffs":
+        data = tradeoffs_json(scenario)
+        out(json.dumps(data, indent=2) if args.json else format_tradeoffs(data))
+        return 0
     if args.command == "plan":
         p = plan(
             scenario,

@@ -16,34 +16,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import one_line, out
 from calculator.planning.advisor import Advice, advise
-from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.formats import plan_to_csv, plan_to_markdown
-from calculator.planning.planner import DEFAULT_MAX_GPUS, plan
+from calculator.planning.planner import plan
 from calculator.planning.rows import Plan
 from calculator.planning.settings import format_verl_value
 from calculator.planning.table import plan_table
 from calculator.planning.tradeoff import pareto_front, tradeoff_sweep
-
-AddScenarioOptions = Callable[[argparse.ArgumentParser], None]
-
-
-def add_plan_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None:
-    """Register the ``plan`` and ``advise`` subcommands on the CLI's subparsers."""
-    pp = sub.add_parser("plan", help="fewest GPUs and recommended configuration per GPU type")
-    add_scenario_options(pp)
-    pp.add_argument("--gpus", metavar="ID,ID,...", help="GPU preset ids to plan for (default: all presets)")
-    pp.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count searched")
-    pp.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
-    pp.add_argument("--allow-lora", action="store_true", help="let the search switch to LoRA (rank 64)")
-    pp.add_argument("--format", choices=["table", "csv", "markdown"], default="table", help="text output format")
-    ap = sub.add_parser("advise", help="ranked changes that make a scenario fit (OOM advisor)")
-    add_scenario_options(ap)
-    ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
-    ap.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count tried")
-    tp = sub.add_parser("tradeoffs", help="memory / time sweep of the optimisation toggles and its Pareto front")
-    add_scenario_options(tp)
 
 
 def _gpu_list(text: str | None) -> list[str] | None:
@@ -163,3 +144,7 @@ def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.N
     a = advise(scenario, margin=args.margin, max_gpus=args.max_gpus)
     out(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a))
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return plan_main(args, scenario_from_args)

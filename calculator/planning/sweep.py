@@ -13,15 +13,18 @@ by construction. How the points are computed: ``calculator.planning.sweep_combin
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from calculator.inputs.scenario import Scenario
 from calculator.memory import phases as memory
+from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
 from calculator.model.architecture import Architecture
 from calculator.names import Strategy
+from calculator.report.models import PhaseMemory, TimeOut
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.resolved import resolve
 from calculator.resolve.roles import critic_strategy, need_critic
@@ -126,7 +129,7 @@ def _budget_levels(s: Scenario) -> list[int]:
     return sorted({max(floor, cur // 2), cur, cur * 2})
 
 
-def _label(settings: dict[str, Any]) -> str:
+def point_label(settings: dict[str, Any]) -> str:
     parts = []
     if settings.get("model.enable_gradient_checkpointing"):
         parts.append("ckpt")
@@ -192,31 +195,39 @@ def _memo(arch: Architecture | None) -> Architecture | None:
     return _MEMO[arch]
 
 
-def _point(s: Scenario, settings: dict[str, Any], current: bool) -> TradeoffPoint:
-    """The numbers of ``estimate(s)`` a trade-off point needs, without building the full Report.
+@dataclass(frozen=True)
+class Evaluated:
+    """What a trade-off point needs from ``estimate()``'s pipeline: the context, the expected-case phases and
+    the step time."""
 
-    Same context, same expected-case phases, same fit rule (peak <= usable memory and the rollout engine
-    starts) and same ``step_time`` as :func:`calculator.report.estimate.estimate`; it skips the worst-case phases,
-    the warnings and the Report objects, which halves the cost per point (tests/test_tradeoff.py checks
-    every point of a sweep against ``estimate``)."""
+    ctx: Context
+    phases: list[PhaseMemory]
+    time: TimeOut
+
+
+def evaluate(s: Scenario) -> Evaluated:
+    """``estimate(s)``'s context, expected-case phases and ``step_time``, without the worst case, the warnings
+    and the Report objects (architectures memoised, see ``_MemoArchitecture``)."""
     actor, critic, reward = resolve_architectures(s)
     memo = _memo(actor)
     assert memo is not None
     ctx = memory_context(resolve(s, (memo, _memo(critic), _memo(reward))))
-    phases = memory.all_phases(ctx, worst=False)
-    peak = max(phases, key=lambda p: p.total_bytes)
-    usable = ctx.gpu.usable_memory_bytes
-    starts = memory.engine_starts(ctx)
-    time = step_time(ctx)
+    return Evaluated(ctx, memory.all_phases(ctx, worst=False), step_time(ctx))
+
+
+def point_of(ev: Evaluated, settings: dict[str, Any], current: bool) -> TradeoffPoint:
+    """The point of one evaluated scenario: same fit rule as ``estimate()`` (peak <= usable memory and the
+    rollout engine starts); tests/planning/test_tradeoff.py checks points against ``estimate``."""
+    peak = max(ev.phases, key=lambda p: p.total_bytes)
     return TradeoffPoint(
-        label=_label(settings),
+        label=point_label(settings),
         settings=settings,
         peak_gib_per_gpu=peak.total_bytes / GIB_BYTES,
         peak_phase=peak.name,
-        step_s=time.step_s,
-        tokens_per_s_per_gpu=time.tokens_per_s_per_gpu,
-        fits=peak.total_bytes <= usable and starts,
-        usable_memory_gib=ctx.gpu.usable_memory_gib,
+        step_s=ev.time.step_s,
+        tokens_per_s_per_gpu=ev.time.tokens_per_s_per_gpu,
+        fits=peak.total_bytes <= ev.ctx.gpu.usable_memory_bytes and memory.engine_starts(ev.ctx),
+        usable_memory_gib=ev.ctx.gpu.usable_memory_gib,
         is_current=current,
     )
 
@@ -252,11 +263,16 @@ def sweep_settings(s: Scenario) -> list[dict[str, Any]]:
     return out
 
 
-def tradeoff_sweep(s: Scenario) -> list[TradeoffPoint]:
-    """Estimate every combination of :func:`sweep_settings`; the current scenario's point is flagged."""
+def is_current(s: Scenario, settings: dict[str, Any]) -> bool:
+    return all(current_value(s, k) == v for k, v in settings.items())
+
+
+def full_sweep(s: Scenario) -> list[TradeoffPoint]:
+    """Every combination of :func:`sweep_settings` evaluated on its own (``calculator.planning.sweep_combine``
+    gives the same points faster); the current scenario's point is flagged."""
     points = []
     sections: dict[tuple[int, str], BaseModel] = {}
     for settings in sweep_settings(s):
-        current = all(current_value(s, k) == v for k, v in settings.items())
-        points.append(_point(s if current else apply_settings(s, settings, sections), settings, current))
+        current = is_current(s, settings)
+        points.append(point_of(evaluate(s if current else apply_settings(s, settings, sections)), settings, current))
     return points

@@ -24,8 +24,8 @@ from calculator.planning.sweep import (
     offload_keys,
     rollout_tp_options,
     sweep_settings,
-    tradeoff_sweep,
 )
+from calculator.planning.sweep_combine import tradeoff_sweep
 from calculator.report.estimate import estimate
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.inheritance import micro_batch

@@ -6,10 +6,11 @@ import json
 from urllib.parse import urlencode
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from calculator import Report, estimate
-from ui import figures, inputs, keys, render, state, summary
+from calculator import Report
+from ui import cache, figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure
 from ui.i18n import tr, tr_or
 from ui.text import md
@@ -26,8 +27,9 @@ if built.scenario is None:
     st.stop()
 
 scenario = built.scenario
+key = cache.scenario_key(scenario)
 try:
-    report: Report = estimate(scenario)
+    report: Report = cache.cached_estimate(scenario, key)  # shared by every session with the same scenario
 except Exception as exc:  # the calculator raised on a valid scenario: show it, never a traceback
     st.error(md(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
@@ -38,8 +40,21 @@ st.caption(md(render.scenario_caption(report, algo)))
 render.headline(report)
 render.advice(scenario, report)
 
+
+def _time_figure() -> go.Figure:
+    """The step-time figure as this page shows it (finished here: the cached figure is shared, never changed)."""
+    fig = step_time_figure(report, lang=L)
+    fig.update_layout(
+        title=None,
+        margin=dict(l=10, r=10, t=10, b=10),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
+        height=(fig.layout.height or 400) + 120,
+    )
+    return fig
+
+
 # ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
-fig_time = step_time_figure(report, lang=L) if report.time is not None else None
+fig_time = cache.cached_figure("step_time", key, _time_figure, L) if report.time is not None else None
 left, right = st.columns([3, 2], gap="large")
 
 with left:
@@ -58,8 +73,10 @@ with left:
             )
             == "worst"
         )
-    fig_components = figures.memory_figure(report, lang=L, worst=worst)
-    fig_roles = figures.role_figure(report, lang=L, worst=worst)
+    fig_components = cache.cached_figure(
+        "memory", key, lambda: figures.memory_figure(report, lang=L, worst=worst), L, worst
+    )
+    fig_roles = cache.cached_figure("roles", key, lambda: figures.role_figure(report, lang=L, worst=worst), L, worst)
     tab_c, tab_r = st.tabs([tr(L, "est.by_component"), tr(L, "est.by_role")])
     with tab_c:
         render.chart(fig_components, keys.CHART_MEMORY, "rlplan-memory-by-component")
@@ -109,12 +126,6 @@ with right:
     if fig_time is not None:
         st.markdown(
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
-        )
-        fig_time.update_layout(
-            title=None,
-            margin=dict(l=10, r=10, t=10, b=10),
-            legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
-            height=(fig_time.layout.height or 400) + 120,
         )
         render.chart(fig_time, keys.CHART_TIME, "rlplan-step-time")
     ro = report.rollout

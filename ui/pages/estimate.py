@@ -183,7 +183,7 @@ buttons = st.columns(6 if fig_time is not None else 5)
 with buttons[0]:
     st.download_button(
         tr(L, "dl.yaml"),
-        data=summary.scenario_yaml(scenario),
+        data=lambda: summary.scenario_yaml(scenario),  # built on click (deferred), not every rerun
         file_name=f"scenario-{slug}.yaml",
         mime="application/x-yaml",
         key=keys.DL_YAML,
@@ -194,7 +194,7 @@ with buttons[0]:
 with buttons[1]:
     st.download_button(
         tr(L, "dl.json"),
-        data=json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False),
+        data=lambda: json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False),
         file_name=f"report-{slug}.json",
         mime="application/json",
         key=keys.DL_JSON,
@@ -205,7 +205,7 @@ with buttons[1]:
 with buttons[2]:
     st.download_button(
         tr(L, "dl.md"),
-        data=summary.markdown_summary(scenario, report, L, algorithm=algo),
+        data=lambda: summary.markdown_summary(scenario, report, L, algorithm=algo),
         file_name=f"summary-{slug}.md",
         mime="text/markdown",
         key=keys.DL_MD,

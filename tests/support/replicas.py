@@ -1,5 +1,6 @@
-"""The dashboard as one server or as N replicas behind the sticky reverse proxy of ``deploy/`` (nginx), on
-free loopback ports, for the load benchmark and the proxy test (``docs/deployment.md``, "Several replicas")."""
+"""The dashboard as one server or as N replicas behind the sticky reverse proxy of ``deploy/`` (nginx, the
+configuration ``deploy/replicas.py`` runs in the image), on free loopback ports, for the load benchmark and the
+proxy test (``docs/deployment.md``, "Several replicas")."""
 
 from __future__ import annotations
 
@@ -12,21 +13,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.paths import ROOT
+from deploy.replicas import nginx_config
 from tests.support.server import free_port, streamlit_server
-
-NGINX_TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
-
-
-def nginx_config(listen_port: int, replica_ports: list[int], work_dir: Path) -> str:
-    """``deploy/nginx.conf.template`` with its placeholders filled (the Docker entrypoint fills it the same way)."""
-    upstream = "\n".join(f"        server 127.0.0.1:{p} max_fails=3 fail_timeout=30s;" for p in replica_ports)
-    return (
-        NGINX_TEMPLATE.read_text(encoding="utf-8")
-        .replace("@LISTEN_PORT@", str(listen_port))
-        .replace("@UPSTREAM_SERVERS@", upstream.strip())
-        .replace("@WORK_DIR@", str(work_dir))
-    )
 
 
 def _wait_ok(url: str, timeout_s: float = 20) -> None:
@@ -52,8 +40,8 @@ def sticky_proxy(replica_ports: list[int]) -> Iterator[tuple[str, subprocess.Pop
         work = Path(tmp)
         port = free_port()
         conf = work / "nginx.conf"
-        conf.write_text(nginx_config(port, replica_ports, work), encoding="utf-8")
-        proc = subprocess.Popen([nginx, "-c", str(conf), "-p", str(work), "-e", str(work / "error.log")])
+        conf.write_text(nginx_config("127.0.0.1", port, replica_ports, work), encoding="utf-8")
+        proc = subprocess.Popen([nginx, "-c", str(conf), "-p", str(work), "-e", "stderr"])
         try:
             _wait_ok(f"http://127.0.0.1:{port}/_stcore/health")
             yield f"http://127.0.0.1:{port}", proc

@@ -12,9 +12,11 @@ FROM python:3.11.15-slim-bookworm@sha256:d29f48a31a8b408ed19272ca1e7b10ebae13b24
 # toolbar's camera button renders in the viewer's own browser and needs neither).
 # chromium is deliberately not pinned: Debian ships it only through bookworm-security, which drops each
 # superseded version, so a pin would break the build at the next security release. The font is pinned.
+# nginx-light is the sticky proxy of the replica mode (python -m deploy.replicas; unused by the default CMD). Like
+# chromium it is security-updated in bookworm-security, so it is not pinned either.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends chromium fonts-wqy-microhei=0.2.0-beta-3.1 \
+    && apt-get install -y --no-install-recommends chromium fonts-wqy-microhei=0.2.0-beta-3.1 nginx-light \
     && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -48,4 +50,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 
 # Headless, no usage statistics, XSRF on, 2 MB uploads, no external-IP lookup: .streamlit/config.toml (copied with
 # the code). ui.serve = streamlit run app.py with the process-wide hardening (ui/hardening.py) in place first.
+# One process (about one core). For more users on a bigger machine, N replicas behind a sticky nginx in the same
+# container: docker run ... rlplan python -m deploy.replicas --replicas 4   (docs/deployment.md, "Several replicas")
 CMD ["python", "-m", "ui.serve"]

@@ -21,26 +21,13 @@ from calculator.calibration.explain import OomExplanation, explain_oom, explanat
 from calculator.calibration.logs import parse_log
 from calculator.calibration.measured import summarize
 from calculator.calibration.profile import make_profile, profile_yaml
+from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import one_line, out
 from calculator.errors import InputError
 from calculator.inputs.limits import MAX_LOG_BYTES, MAX_TRACEBACK_BYTES
 from calculator.inputs.readers import read_file_text
 
-AddScenarioOptions = Callable[[argparse.ArgumentParser], None]
 ScenarioFromArgs = Callable[[argparse.Namespace], tuple[Any, list[str]]]
-
-
-def add_calibrate_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None:
-    """Register ``calibrate`` and ``explain-oom`` on the CLI's subparsers."""
-    cp = sub.add_parser("calibrate", help="compare a verl run's log with the prediction and fit efficiencies")
-    add_scenario_options(cp)
-    cp.add_argument("--log", required=True, metavar="FILE", help="verl console log, metrics JSONL or wandb CSV")
-    cp.add_argument("--log-format", choices=["console", "jsonl", "csv"], help="log format (default: detected)")
-    cp.add_argument("--warmup-steps", type=int, help="first timed steps to drop (default 1 when >= 3 steps)")
-    cp.add_argument("--save", metavar="FILE", help="write the fitted values as a calibration profile (YAML)")
-    ep = sub.add_parser("explain-oom", help="explain a real out-of-memory error against the prediction")
-    add_scenario_options(ep)
-    ep.add_argument("--traceback", required=True, metavar="FILE", help="the error text (PyTorch, vLLM, SGLang, Ray)")
 
 
 def _f(v: float | None, digits: int = 1) -> str:
@@ -133,3 +120,9 @@ def explain_main(args: argparse.Namespace, scenario_from_args: ScenarioFromArgs)
     result = explain_oom(scenario, read_file_text(args.traceback, what, max_bytes=MAX_TRACEBACK_BYTES), what)
     out(json.dumps(explanation_json(result), indent=2) if args.json else format_explanation(result))
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """``calibrate`` or ``explain-oom`` (``calculator.cli.main.COMMANDS``)."""
+    from_args = scenario_from_args
+    return calibrate_main(args, from_args) if args.command == "calibrate" else explain_main(args, from_args)

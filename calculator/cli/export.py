@@ -6,6 +6,7 @@ import json
 import shlex
 from typing import Any
 
+from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import err, out
 from calculator.loading import load_scenario
 from calculator.verl.checks import check_config
@@ -33,3 +34,7 @@ def export_main(args: Any, scenario_from_args: Any) -> int:
         lost = " ".join("--set " + shlex.quote(f"{k}={json.dumps(v)}") for k, v in exp.rlplan)
         err(f"note: not verl settings, give them again with the same base scenario: {lost}")
     return 0
+
+
+def run(args: Any) -> int:
+    return export_main(args, scenario_from_args)

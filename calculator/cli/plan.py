@@ -1,8 +1,9 @@
-"""``python -m calculator plan`` and ``advise`` (DESIGN.md 6.4): argument parsing and text output.
+"""``python -m calculator plan``, ``advise`` and ``tradeoffs`` (DESIGN.md 6.4): argument parsing and text output.
 
     python -m calculator plan [SCENARIO] [estimate's options] [--gpus ID,ID,...] [--max-gpus N]
         [--margin 0.10] [--allow-lora] [--format table|csv|markdown] [--json]
     python -m calculator advise [SCENARIO] [estimate's options] [--margin 0.10] [--max-gpus N] [--json]
+    python -m calculator tradeoffs [SCENARIO] [estimate's options] [--json]
 
 Bad input exits 2 with one line per problem naming the field (handled by ``calculator.cli.main.main``).
 """
@@ -11,41 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
+from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import one_line, out
 from calculator.planning.advisor import Advice, advise
-from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.formats import plan_to_csv, plan_to_markdown
-from calculator.planning.planner import DEFAULT_MAX_GPUS, plan
+from calculator.planning.planner import plan
 from calculator.planning.rows import Plan
 from calculator.planning.settings import format_verl_value
 from calculator.planning.table import plan_table
-
-AddScenarioOptions = Callable[[argparse.ArgumentParser], None]
-
-
-def add_plan_parsers(sub: Any, add_scenario_options: AddScenarioOptions) -> None:
-    """Register the ``plan`` and ``advise`` subcommands on the CLI's subparsers."""
-    pp = sub.add_parser("plan", help="fewest GPUs and recommended configuration per GPU type")
-    add_scenario_options(pp)
-    pp.add_argument("--gpus", metavar="ID,ID,...", help="GPU preset ids to plan for (default: all presets)")
-    pp.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count searched")
-    pp.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
-    pp.add_argument("--allow-lora", action="store_true", help="let the search switch to LoRA (rank 64)")
-    pp.add_argument("--format", choices=["table", "csv", "markdown"], default="table", help="text output format")
-    pp.add_argument(
-        "--placement",
-        choices=["colocated", "one_step_off", "fully_async"],
-        default=None,
-        help="also search the split of the recommended GPUs into rollout and trainer pools (verl's recipes); "
-        "default: the scenario's placement.mode",
-    )
-    ap = sub.add_parser("advise", help="ranked changes that make a scenario fit (OOM advisor)")
-    add_scenario_options(ap)
-    ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help="safety margin, fraction of usable memory")
-    ap.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="largest GPU count tried")
+from calculator.planning.tradeoff import pareto_front, tradeoff_sweep
 
 
 def _gpu_list(text: str | None) -> list[str] | None:
@@ -133,9 +112,42 @@ def format_advice(a: Advice) -> str:
     return "\n".join(lines)
 
 
+def tradeoffs_json(scenario: Any) -> dict[str, Any]:
+    """DESIGN.md 6.5: ``{"points": [...], "front": [...], "elapsed_s": float}`` (elapsed: the sweep and front)."""
+    t0 = time.perf_counter()
+    points = tradeoff_sweep(scenario)
+    front = pareto_front(points)
+    elapsed = time.perf_counter() - t0
+    return {
+        "points": [p.model_dump(mode="json") for p in points],
+        "front": [p.model_dump(mode="json") for p in front],
+        "elapsed_s": elapsed,
+    }
+
+
+def format_tradeoffs(data: dict[str, Any]) -> str:
+    points, front = data["points"], data["front"]
+    lines = [
+        f"{len(points)} settings swept in {data['elapsed_s']:.2f} s; {sum(p['fits'] for p in points)} fit; "
+        f"Pareto front (fits, no other point both smaller and faster): {len(front)} points",
+        "",
+        f"{'peak GiB':>9} {'step s':>9} {'tok/s/GPU':>10}  settings",
+    ]
+    for p in front:
+        mark = " (current)" if p["is_current"] else ""
+        lines.append(
+            f"{p['peak_gib_per_gpu']:>9.1f} {p['step_s']:>9.1f} {p['tokens_per_s_per_gpu']:>10,.0f}  {p['label']}{mark}"
+        )
+    return "\n".join(lines)
+
+
 def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.Namespace], Any]) -> int:
     """Run ``plan`` or ``advise`` for parsed arguments; InputError propagates to ``cli.main``."""
     scenario, _notes = scenario_from_args(args)
+    if args.command == "tradeoffs":
+        data = tradeoffs_json(scenario)
+        out(json.dumps(data, indent=2) if args.json else format_tradeoffs(data))
+        return 0
     if args.command == "plan":
         p = plan(
             scenario,
@@ -157,3 +169,7 @@ def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.N
     a = advise(scenario, margin=args.margin, max_gpus=args.max_gpus)
     out(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a))
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return plan_main(args, scenario_from_args)

@@ -34,6 +34,7 @@ __all__ = [
     "all_phases",
     "build_context",
     "engine_starts",
+    "expected_and_worst",
     "phase_memory",
     "startup_free_bytes",
 ]
@@ -343,3 +344,20 @@ def active_phases(ctx: Context) -> list[Phase]:
 
 def all_phases(ctx: Context, worst: bool = False) -> list[PhaseMemory]:
     return [phase_memory(ctx, p, worst) for p in ctx.r.phases]
+
+
+def expected_and_worst(ctx: Context) -> tuple[list[PhaseMemory], list[PhaseMemory]]:
+    """``(all_phases(ctx), all_phases(ctx, worst=True))`` without walking a phase twice when its worst case
+    cannot differ: ``phase_memory`` reads ``worst`` only through the pass's micro-batch
+    (``r.passes[phase].batch(worst)``), so a phase without a pass (rollout, weight sync) or whose worst-case
+    micro-batch equals the expected one is the same record (tests/memory/test_phases.py checks the pair
+    against two full walks on every preset)."""
+    expected = all_phases(ctx, worst=False)
+    passes = ctx.r.passes
+    worst = [
+        p
+        if p.name not in passes or passes[p.name].expected == passes[p.name].worst
+        else phase_memory(ctx, p.name, True)
+        for p in expected
+    ]
+    return expected, worst

@@ -21,14 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
+from calculator.planning.defaults import DEFAULT_MARGIN
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.engines import rollout_engine
 from calculator.resolve.inheritance import value
 from calculator.resolve.roles import need_critic
 from calculator.units import GIB_BYTES
-
-DEFAULT_MARGIN = 0.10  # issue #6: the user's safety margin, default 10 % of usable memory
 
 
 class _Frozen(BaseModel):

@@ -44,13 +44,13 @@ from calculator.inputs.placement import PlacementSection
 from calculator.inputs.presets import get_gpu, gpu_presets
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
+from calculator.planning.defaults import DEFAULT_MAX_GPUS
 from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.placement import SPLIT_MODES, split_row_fields
 from calculator.planning.recommend import search_gpu
 from calculator.planning.rows import PLAN_RULES, Plan, excluded_row, plan_row, sort_key
 from calculator.resolve.architectures import model_name
 
-DEFAULT_MAX_GPUS = 1024
 MAX_MAX_GPUS = 65536  # HardwareSection.num_gpus upper bound
 
 

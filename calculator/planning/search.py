@@ -144,7 +144,7 @@ class GpuSearch:
         s = self.build(k)
         ev = None
         if s is not None:
-            report = estimate(s)
+            report = estimate(s, with_warnings=False)  # the search reads numbers only
             self.num_estimates += 1
             ev = Evaluation(k, s, report, fit_check(report, s, self.margin))
         self.cache[k] = ev

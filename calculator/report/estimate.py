@@ -30,6 +30,7 @@ from calculator.resolve.resolved import Source, resolve
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
 from calculator.verl.checks import check_config
+from calculator.verl.checks.problem import ConfigProblem
 
 
 def _phase_out(p: PhaseMemory) -> PhaseOut:
@@ -188,23 +189,46 @@ def _split_report(ctx: Context, split: SplitParts, warnings: list[str]) -> Repor
     )
 
 
-def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list[str] | None = None) -> Report:
-    """Memory per phase, peak, rollout capacity, step time and warnings for one scenario."""
+def _warnings(
+    ctx: Context,
+    expected: list[PhaseMemory],
+    worst: list[PhaseMemory],
+    rollout: RolloutOut,
+    peak: PeakOut,
+    checks: list[ConfigProblem],
+    extra: list[str] | None,
+) -> list[str]:
+    """The report's warning lines, verl's config checks as 'verl: ...' lines and the values rlplan assumed."""
+    warnings = list(extra or []) + collect_warnings(ctx, expected, worst, rollout, peak)
+    warnings += [f"verl: {p.message}" for p in checks]
+    warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
+    return warnings
+
+
+def estimate(
+    scenario: Scenario,
+    *,
+    with_time: bool = True,
+    extra_warnings: list[str] | None = None,
+    with_warnings: bool = True,
+) -> Report:
+    """Memory per phase, peak, rollout capacity, step time and warnings for one scenario.
+
+    ``with_warnings=False`` leaves ``warnings`` and ``decisions`` empty (every number and the verdict are the
+    same; verl's checks still run, they are a fit criterion): the planner estimates hundreds of candidates and
+    reads neither."""
     ctx = build_context(scenario)
     split = split_parts(scenario, _phase_out, with_time)
     if split is not None:
         return _split_report(ctx, split, list(extra_warnings or []))
-    expected = memory.all_phases(ctx, worst=False)
-    worst = memory.all_phases(ctx, worst=True)
+    expected, worst = memory.expected_and_worst(ctx)
     rollout = rollout_out(ctx)
     host = host_memory(ctx)
     checks = check_config(ctx.r)
     v = verdict(ctx, expected, worst, rollout, checks, host)
     rollout = rollout.model_copy(update={"start_reasons": v.start_reasons})
     peak = peak_out(ctx, expected, worst, v)
-    warnings = list(extra_warnings or []) + collect_warnings(ctx, expected, worst, rollout, peak)
-    warnings += [f"verl: {p.message}" for p in checks]
-    warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
+    warnings = _warnings(ctx, expected, worst, rollout, peak, checks, extra_warnings) if with_warnings else []
     return Report(
         model=_model_info(ctx),
         hardware=_hardware_info(ctx),
@@ -218,5 +242,5 @@ def estimate(scenario: Scenario, *, with_time: bool = True, extra_warnings: list
         worst_case_phases=[_phase_out(p) for p in worst],
         verl_version=scenario.verl_version,
         checks=checks,
-        decisions=[d.text() for d in ctx.r.decisions],
+        decisions=[d.text() for d in ctx.r.decisions] if with_warnings else [],
     )

@@ -7,7 +7,8 @@ gives the stable keys of DESIGN.md 6.2 (``model``, ``hardware``, ``phases``, ``p
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_serializer
 
@@ -21,17 +22,35 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Component(_Frozen):
-    """One named piece of memory on one GPU in one phase."""
+_ROLES = frozenset(get_args(Role))
+_PROCESSES = ("trainer", "rollout", "reward", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One named piece of memory on one GPU in one phase.
+
+    A plain frozen record, not a pydantic model: the memory model builds ~100 of them per estimate and
+    the planner thousands per table, so validation is two cheap checks here. The Report (a pydantic model)
+    holds them as they are and writes them to JSON with the computed ``gib``."""
 
     name: str
     role: Role
-    bytes: int = Field(ge=0)
-    formula: str = Field(description="How it is computed, with the scenario's numbers substituted.")
-    torch_allocated: bool = Field(
-        default=True, description="Allocated by torch's caching allocator (counts in max_memory_allocated)."
-    )
+    bytes: Annotated[int, Field(ge=0)]
+    formula: Annotated[str, Field(description="How it is computed, with the scenario's numbers substituted.")]
+    torch_allocated: Annotated[
+        bool, Field(description="Allocated by torch's caching allocator (counts in max_memory_allocated).")
+    ] = True
     process: Literal["trainer", "rollout", "reward", "none"] = "trainer"
+
+    def __post_init__(self) -> None:
+        if self.bytes < 0:
+            raise ValueError(f"Component {self.name}: bytes must be >= 0, got {self.bytes}")
+        if self.role not in _ROLES or self.process not in _PROCESSES:
+            raise ValueError(
+                f"Component {self.name}: role must be one of {sorted(_ROLES)} and process one of "
+                f"{list(_PROCESSES)}, got {self.role!r} / {self.process!r}"
+            )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -39,20 +58,21 @@ class Component(_Frozen):
         return self.bytes / GIB_BYTES
 
 
-class PhaseMemory(_Frozen):
-    """Peak memory of one GPU during one phase of a training step."""
+@dataclass(frozen=True, slots=True)
+class PhaseMemory:
+    """Peak memory of one GPU during one phase of a training step (an internal record; the Report has
+    ``PhaseOut``). Its totals are summed once, when it is built."""
 
     name: str
     components: tuple[Component, ...]
+    total_bytes: int = field(init=False, compare=False)
+    trainer_allocated_bytes: int = field(init=False, compare=False)
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(c.bytes for c in self.components)
-
-    @property
-    def trainer_allocated_bytes(self) -> int:
-        """What the trainer process's torch allocator holds (verl's actor/perf/max_memory_allocated_gb)."""
-        return sum(c.bytes for c in self.components if c.process == "trainer" and c.torch_allocated)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "total_bytes", sum(c.bytes for c in self.components))
+        # What the trainer process's torch allocator holds (verl's actor/perf/max_memory_allocated_gb).
+        trainer = sum(c.bytes for c in self.components if c.process == "trainer" and c.torch_allocated)
+        object.__setattr__(self, "trainer_allocated_bytes", trainer)
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import calculator
+import calculator.verl
 from calculator.cli.main import main
 from calculator.inputs.presets import model_presets
 from tests.support.paths import ROOT
@@ -201,3 +203,33 @@ def test_check_is_a_launch_guard(model, code, capsys):
     """exit 1 when it does not fit, 0 when it fits (DESIGN.md 6.5)."""
     assert main(["estimate", PRESET, "--model", model, "--num-gpus", "8", "--check"]) == code
     assert ("DOES NOT FIT" in capsys.readouterr().out) == bool(code)
+
+
+@pytest.mark.parametrize(
+    ("argv", "not_imported"),
+    [
+        (["presets"], ["calculator.memory.phases", "calculator.planning.planner", "calculator.verl.export"]),
+        (
+            ["estimate", "qwen2.5-7b-grpo-8xh100"],
+            ["calculator.planning.planner", "calculator.planning.tradeoff", "calculator.verl.export"],
+        ),
+    ],
+)
+def test_commands_import_only_what_they_run(argv, not_imported):
+    """Start-up is import time (issue #18): a fresh interpreter running ``presets`` never imports the memory
+    model, and ``estimate`` never the planner or the verl exporter."""
+    code = (
+        "import sys\nfrom calculator.cli.main import main\n"
+        f"assert main({argv!r}) == 0\n"
+        f"print(sorted(m for m in {not_imported!r} if m in sys.modules), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_lazy_public_api_names_every_export():
+    """``calculator`` and ``calculator.verl`` load names on first use: the lazy table and ``__all__`` agree."""
+    assert set(calculator._EXPORTS) == set(calculator.__all__)
+    assert set(calculator.verl._EXPORTS) == {*calculator.verl.__all__, "_model_id_from_path"}
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        calculator.nope  # noqa: B018

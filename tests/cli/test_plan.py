@@ -67,3 +67,20 @@ def test_cli_advise_bad_input_exits_2(capsys):
     assert main(["advise", BASE, "--margin", "-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: margin:")
+
+
+def test_cli_tradeoffs_json_and_text(capsys):
+    """DESIGN.md 6.5: {"points", "front", "elapsed_s"}; the front is feasible points sorted by peak memory,
+    each faster than the one before; the current scenario is one of the points."""
+    assert main(["tradeoffs", BASE, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"points", "front", "elapsed_s"} and data["elapsed_s"] > 0
+    assert sum(p["is_current"] for p in data["points"]) == 1
+    front = data["front"]
+    assert front and all(p["fits"] for p in front) and all(p in data["points"] for p in front)
+    assert [p["peak_gib_per_gpu"] for p in front] == sorted(p["peak_gib_per_gpu"] for p in front)
+    assert all(a["step_s"] > b["step_s"] for a, b in zip(front, front[1:], strict=False))
+    assert main(["tradeoffs", BASE]) == 0
+    text = capsys.readouterr().out
+    assert f"{len(data['points'])} settings swept" in text and front[0]["label"] in text
+    assert main(["tradeoffs", BASE, "--set", "rollout.n=0"]) == 2

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from calculator import estimate, load_scenario
-from calculator.inputs.presets import get_gpu, model_presets
+from calculator.inputs.presets import get_gpu, model_presets, scenario_presets
 from calculator.inputs.scenario import Scenario
-from calculator.memory.phases import all_phases
+from calculator.memory.phases import all_phases, expected_and_worst
 from calculator.report.estimate import build_context
 from calculator.units import GIB_BYTES, MIB_BYTES
 from tests.support.strategies import scenario_dicts
@@ -419,3 +419,21 @@ def test_megatron_recompute_lowers_activations():
     )
     a = [comp_bytes(r, "update_actor", "actor_activations") for r in (none, sel, full)]
     assert a[0] > a[1] > a[2]
+
+
+@pytest.mark.parametrize(
+    ("sid", "overrides"),
+    [(sid, {}) for sid in sorted(scenario_presets())]
+    + [
+        ("qwen2.5-7b-grpo-8xh100", {"actor.use_dynamic_bsz": True, "actor.ppo_max_token_len_per_gpu": 16384}),
+        ("qwen2.5-7b-grpo-8xh100", {"data.max_response_length": 600, "data.mean_response_length": 600}),
+    ],
+)
+def test_expected_and_worst_equals_two_full_walks(sid, overrides):
+    """The shortcut reuses a phase's expected record only where the worst case cannot differ; it must give
+    exactly the two full walks (same components, same order, same bytes and formulas)."""
+    ctx = build_context(load_scenario(sid, overrides=overrides))
+    expected, worst = expected_and_worst(ctx)
+    assert expected == all_phases(ctx, worst=False)
+    assert worst == all_phases(ctx, worst=True)
+    assert [p.total_bytes for p in worst] == [sum(c.bytes for c in p.components) for p in worst]

@@ -141,8 +141,8 @@ def test_without_step_time_ranks_by_mechanism(monkeypatch):
     import calculator.planning.search as ps
 
     real = adv.estimate
-    monkeypatch.setattr(adv, "estimate", lambda s: real(s).model_copy(update={"time": None}))
-    monkeypatch.setattr(ps, "estimate", lambda s: real(s).model_copy(update={"time": None}))
+    monkeypatch.setattr(adv, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
+    monkeypatch.setattr(ps, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
     a = advise(load_scenario(BASE, overrides={"hardware.gpu": "a100-40gb"}))
     assert a.base_step_s is None
     for fits in (True, False):

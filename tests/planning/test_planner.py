@@ -84,7 +84,7 @@ def test_without_step_time_the_minimum_is_recommended(base, monkeypatch):
     import calculator.planning.search as ps
 
     real = ps.estimate
-    monkeypatch.setattr(ps, "estimate", lambda s: real(s).model_copy(update={"time": None}))
+    monkeypatch.setattr(ps, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
     p = plan(base, gpus=["a100-80gb"])
     row = p.rows[0]
     assert not p.has_step_time

@@ -91,3 +91,12 @@ def test_model_and_hardware_info():
 )
 def test_roles(preset: str, overrides: dict, roles: list[str]):
     assert estimate(load_scenario(preset, overrides=overrides)).roles == roles
+
+
+@pytest.mark.parametrize("sid", ["qwen2.5-7b-ppo-8xh100", "seed002-7b-dora-1xa100"])
+def test_without_warnings_every_number_is_the_same(sid):
+    """The planner's fast path: no warnings, checks or decisions, and nothing else changes."""
+    s = load_scenario(sid)
+    full, lean = estimate(s), estimate(s, with_warnings=False)
+    assert full.decisions and lean.warnings == [] and lean.checks == [] and lean.decisions == []
+    assert lean == full.model_copy(update={"warnings": [], "checks": [], "decisions": []})

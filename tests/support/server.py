@@ -54,12 +54,17 @@ def _health(url: str) -> bool:
 
 @contextlib.contextmanager
 def streamlit_server(
-    *, env: dict[str, str] | None = None, args: tuple[str, ...] = (), base_path: str = "", timeout_s: float = 40
+    *,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    base_path: str = "",
+    timeout_s: float = 40,
+    script: str = "app.py",
 ) -> Iterator[Server]:
     """Start the app headless on 127.0.0.1 (usage stats off), wait until ``/_stcore/health`` answers ``ok``."""
     port = free_port()
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
+        sys.executable, "-m", "streamlit", "run", script,
         "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
         "--browser.gatherUsageStats", "false", *args,
     ]  # fmt: skip

@@ -60,9 +60,17 @@ def _key_of(widget_id: str) -> str | None:
 class Session:
     """One websocket session with the app. Use as ``async with Session(url) as s: page = await s.run()``."""
 
-    def __init__(self, base_url: str, query_string: str = "", page_name: str = "", origin: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        query_string: str = "",
+        page_name: str = "",
+        origin: str | None = None,
+        cookie: str | None = None,
+    ) -> None:
         self.ws_url = base_url.replace("http://", "ws://").rstrip("/") + "/_stcore/stream"
         self.origin = origin
+        self.cookie = cookie  # e.g. the sticky proxy's "rlplan_replica=..." (deploy/nginx.conf.template)
         self.query_string = query_string
         self.page_name = page_name
         self.widget_ids: dict[str, str] = {}
@@ -71,9 +79,11 @@ class Session:
         self._ws: Any = None
 
     async def __aenter__(self) -> Session:
-        headers = {"Origin": self.origin} if self.origin else None
+        headers = {"Origin": self.origin} if self.origin else {}
+        if self.cookie:
+            headers["Cookie"] = self.cookie
         self._ws = await websockets.connect(
-            self.ws_url, subprotocols=["streamlit"], max_size=2**26, additional_headers=headers
+            self.ws_url, subprotocols=["streamlit"], max_size=2**26, additional_headers=headers or None
         )
         return self
 

@@ -6,10 +6,11 @@ import json
 from urllib.parse import urlencode
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from calculator import Report, estimate
-from ui import figures, inputs, keys, render, state, summary
+from calculator import Report
+from ui import cache, figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure
 from ui.i18n import tr, tr_or
 from ui.placement import render_placement
@@ -27,8 +28,9 @@ if built.scenario is None:
     st.stop()
 
 scenario = built.scenario
+key = cache.scenario_key(scenario)
 try:
-    report: Report = estimate(scenario)
+    report: Report = cache.cached_estimate(scenario, key)  # shared by every session with the same scenario
 except Exception as exc:  # the calculator raised on a valid scenario: show it, never a traceback
     st.error(md(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
@@ -40,9 +42,22 @@ render.headline(report)
 render.advice(scenario, report)
 render_placement(scenario, report, L)  # split placements only (ui/placement.py)
 
+
+def _time_figure() -> go.Figure:
+    """The step-time figure as this page shows it (finished here: the cached figure is shared, never changed)."""
+    fig = step_time_figure(report, lang=L)
+    fig.update_layout(
+        title=None,
+        margin=dict(l=10, r=10, t=10, b=10),
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
+        height=(fig.layout.height or 400) + 120,
+    )
+    return fig
+
+
 # ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
 has_step = report.time is not None and report.time.step_s is not None
-fig_time = step_time_figure(report, lang=L) if has_step else None
+fig_time = cache.cached_figure("step_time", key, _time_figure, L) if has_step else None
 left, right = st.columns([3, 2], gap="large")
 
 with left:
@@ -61,8 +76,10 @@ with left:
             )
             == "worst"
         )
-    fig_components = figures.memory_figure(report, lang=L, worst=worst)
-    fig_roles = figures.role_figure(report, lang=L, worst=worst)
+    fig_components = cache.cached_figure(
+        "memory", key, lambda: figures.memory_figure(report, lang=L, worst=worst), L, worst
+    )
+    fig_roles = cache.cached_figure("roles", key, lambda: figures.role_figure(report, lang=L, worst=worst), L, worst)
     tab_c, tab_r = st.tabs([tr(L, "est.by_component"), tr(L, "est.by_role")])
     with tab_c:
         render.chart(fig_components, keys.CHART_MEMORY, "rlplan-memory-by-component")
@@ -114,12 +131,6 @@ with right:
     if fig_time is not None:
         st.markdown(
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
-        )
-        fig_time.update_layout(
-            title=None,
-            margin=dict(l=10, r=10, t=10, b=10),
-            legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
-            height=(fig_time.layout.height or 400) + 120,
         )
         render.chart(fig_time, keys.CHART_TIME, "rlplan-step-time")
     ro = report.rollout
@@ -184,7 +195,7 @@ buttons = st.columns(6 if fig_time is not None else 5)
 with buttons[0]:
     st.download_button(
         tr(L, "dl.yaml"),
-        data=summary.scenario_yaml(scenario),
+        data=lambda: summary.scenario_yaml(scenario),  # built on click (deferred), not every rerun
         file_name=f"scenario-{slug}.yaml",
         mime="application/x-yaml",
         key=keys.DL_YAML,
@@ -195,7 +206,7 @@ with buttons[0]:
 with buttons[1]:
     st.download_button(
         tr(L, "dl.json"),
-        data=json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False),
+        data=lambda: json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False),
         file_name=f"report-{slug}.json",
         mime="application/json",
         key=keys.DL_JSON,
@@ -206,7 +217,7 @@ with buttons[1]:
 with buttons[2]:
     st.download_button(
         tr(L, "dl.md"),
-        data=summary.markdown_summary(scenario, report, L, algorithm=algo),
+        data=lambda: summary.markdown_summary(scenario, report, L, algorithm=algo),
         file_name=f"summary-{slug}.md",
         mime="text/markdown",
         key=keys.DL_MD,

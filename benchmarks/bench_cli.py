@@ -1,0 +1,73 @@
+"""CLI start-up: import time of ``python -m calculator presets`` and ``estimate`` (issue #18: <= 0.15 s).
+
+    python benchmarks/bench_cli.py [--runs 7]
+
+Runs each command in a fresh interpreter under ``python -X importtime`` and sums the cumulative time of the
+top-level imports (everything the process imported, interpreter start-up modules such as ``site``
+included), then the wall time and the CPU time of the whole command. Prints the median over the runs; noisy on a shared
+machine (other processes' load inflates every figure). Prints figures; not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {
+    "presets": ["presets"],
+    "estimate": ["estimate", "qwen2.5-7b-grpo-8xh100"],
+    "plan (one GPU type)": ["plan", "qwen2.5-7b-grpo-8xh100", "--gpus", "h100-80gb"],
+}
+
+
+def import_seconds(stderr: str) -> tuple[float, float]:
+    """(all top-level imports, the ``calculator`` package's) in seconds, from ``-X importtime`` lines
+    ``import time: self | cumulative | name`` (a top-level import has no indent before its name)."""
+    total = ours = 0.0
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line[len("import time:") :].split("|")
+        if name.startswith(" ") and not name.startswith("  "):
+            total += int(cumulative) / 1e6
+            if name.strip().startswith("calculator"):
+                ours += int(cumulative) / 1e6
+    return total, ours
+
+
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(args: list[str]) -> tuple[float, float, float, float]:
+    """(all imports s, calculator imports s, wall s, CPU s of the whole process)."""
+    cmd = [sys.executable, "-X", "importtime", "-m", "calculator", *args]
+    cpu0, t0 = _children_cpu_s(), time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
+    total, ours = import_seconds(done.stderr)
+    return total, ours, wall, cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    print(f"median of {args.runs} fresh processes (goal: import <= 0.15 s for presets and estimate)")
+    print("(import times are wall-clock inside the process: other load inflates them; CPU s is the whole process)")
+    print(f"{'command':<22} {'all imports s':>14} {'calculator s':>13} {'wall s':>8} {'CPU s':>7}")
+    for name, argv in COMMANDS.items():
+        runs = [measure(argv) for _ in range(args.runs)]
+        total, ours, wall, cpu = (statistics.median(r[i] for r in runs) for i in range(4))
+        print(f"{name:<22} {total:>14.3f} {ours:>13.3f} {wall:>8.3f} {cpu:>7.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Deployment helpers: N dashboard replicas behind a sticky nginx (``python -m deploy.replicas``)."""

@@ -1,0 +1,70 @@
+"""ui/cache.py: the process-wide estimate and figure caches keyed by the scenario's canonical JSON."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from calculator import estimate, load_scenario
+from ui import cache, figures
+from ui.cache import BoundedLru
+
+
+def test_lru_is_bounded_and_keeps_the_recently_used():
+    lru = BoundedLru(2)
+    made: list[str] = []
+
+    def make(v: str):
+        return lambda: made.append(v) or v
+
+    assert lru.get_or_make("a", make("a")) == "a"
+    assert lru.get_or_make("b", make("b")) == "b"
+    assert lru.get_or_make("a", make("a2")) == "a"  # hit: refreshed, not recomputed
+    assert lru.get_or_make("c", make("c")) == "c"  # evicts b, the least recently used
+    assert len(lru) == 2 and made == ["a", "b", "c"]
+    assert lru.get_or_make("b", make("b2")) == "b2"  # b was evicted: computed again
+    assert (lru.hits, lru.misses) == (1, 4)
+
+
+def test_lru_from_many_threads_stays_bounded_and_consistent():
+    lru = BoundedLru(8)
+
+    def work(i: int) -> None:
+        for j in range(200):
+            k = (i + j) % 16
+            assert lru.get_or_make(k, lambda k=k: k * k) == k * k
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(lru) == 8
+
+
+def test_estimate_is_shared_by_equal_scenarios_and_equals_the_calculator():
+    cache.CACHE.clear()
+    a = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"rollout.n": 7})
+    b = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"rollout.n": 7})  # equal, another object
+    assert a is not b and cache.scenario_key(a) == cache.scenario_key(b)
+    ra = cache.cached_estimate(a)
+    assert cache.cached_estimate(b) is ra
+    assert ra == estimate(a)
+    c = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"rollout.n": 6})
+    assert cache.scenario_key(c) != cache.scenario_key(a)
+    assert cache.cached_estimate(c).rollout.sequences_per_replica != ra.rollout.sequences_per_replica
+
+
+@pytest.mark.parametrize("worst", [False, True])
+def test_figures_are_cached_per_scenario_language_and_case(worst):
+    cache.CACHE.clear()
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    key = cache.scenario_key(s)
+    report = cache.cached_estimate(s, key)
+    fig = cache.cached_figure("memory", key, lambda: figures.memory_figure(report, lang="en", worst=worst), "en", worst)
+    again = cache.cached_figure("memory", key, lambda: pytest.fail("recomputed"), "en", worst)
+    assert again is fig
+    assert fig.to_json() == figures.memory_figure(report, lang="en", worst=worst).to_json()
+    zh = cache.cached_figure("memory", key, lambda: figures.memory_figure(report, lang="zh", worst=worst), "zh", worst)
+    assert zh is not fig

@@ -1,0 +1,79 @@
+"""Process-wide caches of the dashboard's pure, expensive results: the estimate and the figures of a scenario
+(issue #18: a rerun after a widget change should cost the server a few milliseconds, and 20 people changing
+widgets should not queue behind each other's plotly figures).
+
+Keys are the scenario's canonical JSON (``Scenario.model_dump_json()``: every field, fixed order, ~0.06 ms),
+so two sessions with the same scenario share one entry, and a value is only ever computed from its key.
+Values are shared between sessions and threads, so they must never be changed: a ``Report`` is a frozen
+model, and a figure is finished by its maker (layout included) before it is stored; views only read it
+(``st.plotly_chart`` serialises it; ``render.png_button`` copies it before adding a title).
+
+The LRU is bounded (``MAX_ENTRIES``) and guarded by a lock; a value is computed outside the lock (two
+sessions missing the same key at once both compute it; the results are equal).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from calculator import Report, Scenario, estimate
+
+T = TypeVar("T")
+
+MAX_ENTRIES = 512  # estimates and figures together; a Report and its 3 figures are ~0.5 MB
+
+
+class BoundedLru:
+    """A thread-safe least-recently-used map of at most ``max_entries`` values."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_make(self, key: Hashable, make: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]  # type: ignore[no-any-return]
+            self.misses += 1
+        value = make()
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+CACHE = BoundedLru(MAX_ENTRIES)
+
+
+def scenario_key(scenario: Scenario) -> str:
+    """The scenario's canonical JSON: equal scenarios, equal keys."""
+    return scenario.model_dump_json()
+
+
+def cached_estimate(scenario: Scenario, key: str | None = None) -> Report:
+    """``estimate(scenario)``, computed once per distinct scenario in this server process."""
+    key = key or scenario_key(scenario)
+    return CACHE.get_or_make(("estimate", key), lambda: estimate(scenario))
+
+
+def cached_figure(kind: str, key: str, make: Callable[[], T], *args: Hashable) -> T:
+    """A finished figure of the scenario ``key`` (``kind`` and ``args`` say which: language, case, ...).
+    ``make`` must build it completely (layout included): the stored figure is shared and never changed."""
+    return CACHE.get_or_make(("figure", kind, key, *args), make)

@@ -9,7 +9,7 @@ fit; ``rollout`` describes the engine on the rollout pool; ``time.phases_s`` is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from calculator.inputs.scenario import Scenario
 from calculator.memory.pools import PoolMemory, rollout_pool, trainer_pool
@@ -90,7 +90,7 @@ def split_parts(scenario: Scenario, phase_out, with_time: bool) -> SplitParts | 
         )
         for pm in (roll, train)
     ]
-    gen = [p.model_copy(update={"name": top_level_name("rollout", p.name)}) for p in roll.expected]
+    gen = [replace(p, name=top_level_name("rollout", p.name)) for p in roll.expected]
     phases = gen + train.expected
     worst = gen + train.worst
     time = placement = None

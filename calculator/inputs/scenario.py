@@ -299,6 +299,16 @@ class DataSection(_Frozen):
     mean_response_length: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="rlplan: expected response tokens; null = max_response_length."
     )
+    response_clip_ratio: float = Field(
+        default=0.01,
+        gt=0,
+        le=1,
+        description="rlplan (step time): share of responses that reach max_response_length (verl logs it as "
+        "response_length/clip_ratio). With mean_response_length it fixes the assumed response-length distribution, "
+        "a log-normal clipped at the max (calculator/timing/lengths.py), which sets the decode long tail and the "
+        "data-parallel stragglers. 0.01 is an ESTIMATE for runs whose max is set well above typical answers; long "
+        "reasoning runs often log 0.05-0.2. Capped so truncated responses hold at most 10% of the tokens.",
+    )
 
     @model_validator(mode="after")
     def _means_within_max(self) -> DataSection:

@@ -98,6 +98,7 @@ from calculator.timing.flops import (
     total_params,
     train_flops_per_token,
 )
+from calculator.timing.overheads import add_overheads
 from calculator.timing.rollout import reward_time, rollout_time
 
 
@@ -373,7 +374,7 @@ PHASE_TIMERS: dict[Phase, Callable[[Context], PhaseTime]] = {
 
 def phase_times(ctx: Context) -> dict[str, PhaseTime]:
     """PhaseTime of every phase that occurs (``Resolved.phases``), in step order."""
-    return {p: PHASE_TIMERS[p](ctx) for p in ctx.r.phases}
+    return {p: add_overheads(ctx, p, PHASE_TIMERS[p](ctx)) for p in ctx.r.phases}
 
 
 def step_time(ctx: Context) -> TimeOut:
@@ -395,6 +396,7 @@ def step_time(ctx: Context) -> TimeOut:
         update_mfu=mfu,
         details=details,
         terms_s={p: dict(t.terms) for p, t in times.items()},
+        term_formulas={p: dict(t.notes) for p, t in times.items() if t.notes},
     )
 
 

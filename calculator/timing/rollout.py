@@ -34,17 +34,22 @@ ends, so the decode is modelled in two parts:
     last wave: C (or S) sequences decode together while their batch shrinks as they finish; the
         longest runs to max_response_length with a batch of one.
 
-Response lengths: mean R̄ (``data.mean_response_length``) and max R_max; the assumed distribution
-has both and the step always contains one max-length response (RL batches of thousands usually
-have a non-zero clip ratio): uniform on [2R̄-R_max, R_max] when R̄ >= R_max/2, else
-R = R_max·U^k with k = R_max/R̄ - 1 (U uniform; a long tail: with R̄ = R_max/10, 7% exceed R_max/2).
-The last wave is integrated over 24 response positions (midpoint rule). The time spent past the
-mean length is reported as ``long_tail``.
+Response lengths: ``calculator.timing.lengths`` (a log-normal with mean R̄ = ``data.mean_response_length``,
+clipped at R_max with ``data.response_clip_ratio`` of the responses reaching it; with thousands of
+responses per step at least one reaches the max, so the last wave always ends at R_max with a batch of one).
+The last wave is integrated over ``GRID_POINTS`` response positions (midpoint rule). The time spent past the
+mean length is reported as ``long_tail``: more replicas shorten the steady part, never the longest response.
 
-Left out: vLLM scheduler/CPU overhead per step outside the forward (input preparation, sampling
-bookkeeping; with graphs and without), chunked-prefill
-interference with decode beyond adding the prefill time, preemption and recompute when the KV
-cache fills, speculative decoding, engine wake-up/sleep, detokenisation and rule-based reward on CPU.
+engine CPU time (``engine_host``): every engine step (prefill or decode) also pays vLLM V1's scheduler, input
+preparation, sampler and output bookkeeping on the CPU, serial with the GPU work:
+``decode_step_host_us`` + ``decode_step_host_us_per_seq`` x running sequences.
+TP all-reduce latency: vLLM's custom all-reduce inside a node, NCCL (``tp_allreduce_internode_latency_us``)
+when the TP group spans nodes. Eager host time per layer follows the layer's kernel count
+(``kernels_per_layer``: MoE and MLA layers issue more kernels than a dense one).
+
+Left out: chunked-prefill interference with decode beyond adding the prefill time, preemption and recompute
+when the KV cache fills, speculative decoding, expert parallelism inside the rollout engine (vLLM's MoE runs
+expert-TP by default), detokenisation and rule-based reward on CPU.
 """
 
 from __future__ import annotations

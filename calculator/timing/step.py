@@ -54,9 +54,12 @@ Assumptions, per phase:
   the 2 GiB CUDA-IPC bucket and loaded by vLLM (HBM traffic 2 x 4 B x P + 2 B x P / TP). LoRA
   (``lora.merge`` false, verl's default) sends only the adapters once the base has been synced.
 
-Left out: element-wise kernels (entropy, log-softmax), the advantage computation, engine wake-up /
-sleep, checkpoint saving, validation, data loading; host work between micro-batches (verl's per-micro-batch
-metric syncs) beyond the launches.
+Every phase then gets the costs of ``calculator.timing.overheads`` (driver dispatch, data-parallel stragglers,
+MoE grouped GEMM and load imbalance, weight-sync per-tensor cost, engine wake-up / sleep, LoRA base restore).
+
+Left out: element-wise kernels (entropy, log-softmax), the advantage computation, checkpoint saving,
+validation, data loading; host work between micro-batches (verl's per-micro-batch metric syncs) beyond the
+launches.
 """
 
 from __future__ import annotations

@@ -199,3 +199,50 @@ def test_reward_engine_pays_eager_launches_only_for_small_steps():
     assert small["reward"].terms["host_launch"] > 0.0
     assert graphs["reward"].terms["host_launch"] == 0.0  # 128 <= the largest captured size
     assert small["reward"].terms["gemm_small_batch"] > big["reward"].terms["gemm_small_batch"]
+
+
+def test_eager_host_time_follows_the_kernel_count_of_each_layer_type():
+    """Dense layer 9 kernels; Qwen3-MoE layer 9 - 3 + 7 = 13; DeepSeek-V3: MLA adds 6 (15 per dense layer), its
+    MoE layer 15 - 3 + 7 + 3 (shared expert) = 22. At 400 us per 9 kernels: Qwen3-30B-A3B 48 x 13/9 x 0.4 ms =
+    27.7 ms; DeepSeek-V3 (3 dense + 58 MoE layers) (45 + 1276) / 9 x 0.4 ms = 58.7 ms per eager step."""
+    from calculator.inputs.presets import model_presets
+    from calculator.timing.rollout import host_step_seconds, kernels_per_layer
+
+    models = model_presets()
+    s = load_scenario(BASE)
+    qwen_moe, dsv3, dense = (models[m].architecture for m in ("qwen3-30b-a3b", "deepseek-v3", "qwen2.5-7b"))
+    assert kernels_per_layer(dense)[0] == 9  # (no MoE layers: the second value is unused)
+    assert kernels_per_layer(qwen_moe) == (9, 13)
+    assert kernels_per_layer(dsv3) == (15, 22)
+    assert host_step_seconds(s, dense) == pytest.approx(LAYERS * HOST_EAGER_S)
+    assert host_step_seconds(s, qwen_moe) == pytest.approx(48 * 13 / 9 * 400e-6)
+    assert host_step_seconds(s, dsv3) == pytest.approx((3 * 15 + 58 * 22) / 9 * 400e-6)
+
+
+def test_engine_cpu_time_per_step_grows_with_the_batch():
+    """decode_step_host_us 300 + 10 us x 256 sequences = 2.86 ms per step, whatever the model."""
+    from calculator.timing.rollout import engine_step_host_seconds
+
+    s = load_scenario(BASE)
+    assert engine_step_host_seconds(s, 256) == pytest.approx(2.86e-3)
+    assert engine_step_host_seconds(s, 0) == pytest.approx(0.3e-3)
+
+
+def test_tp_allreduce_latency_jumps_when_the_group_spans_nodes():
+    """In a node vLLM's custom all-reduce (8 us); a TP group larger than the node runs NCCL over the NIC (25 us)."""
+    from calculator.timing.rollout import tp_allreduce_latency_s
+
+    s = load_scenario(BASE)
+    assert tp_allreduce_latency_s(s, 8) == pytest.approx(8e-6)
+    assert tp_allreduce_latency_s(s, 16) == pytest.approx(25e-6)
+
+
+def test_rollout_long_tail_does_not_shrink_with_more_gpus():
+    """More replicas cut the sequences per replica, but the last wave still decodes the longest response one token
+    at a time: the long tail stays while the steady part shrinks."""
+    ov = {"data.max_response_length": 8192, "data.mean_response_length": 1500}
+    _, t8 = times(ov)
+    _, t32 = times({**ov, "hardware.num_gpus": 32})
+    tail8, tail32 = t8["rollout"].terms["long_tail"], t32["rollout"].terms["long_tail"]
+    assert tail32 > 0.5 * tail8
+    assert t32["rollout"].seconds > t8["rollout"].seconds / 4  # far from linear scaling

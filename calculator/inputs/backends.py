@@ -70,6 +70,19 @@ class MegatronSection(_Frozen):
     use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
     param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
     optimizer_offload: bool = Field(default=False, description="Offload optimizer state while idle.")
+    optimizer_cpu_offload: bool = Field(
+        default=False,
+        description="verl: actor.optim.override_optimizer_config.optimizer_cpu_offload (Megatron-core "
+        "OptimizerConfig): run the optimizer step for optimizer_offload_fraction of the shard on the host CPU "
+        "(HybridDeviceOptimizer); its states live in host memory.",
+    )
+    optimizer_offload_fraction: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="verl: actor.optim.override_optimizer_config.optimizer_offload_fraction (Megatron-core): share "
+        "of the optimizer shard stepped on the CPU when optimizer_cpu_offload is on.",
+    )
     recompute_granularity: Literal["full", "selective"] | None = Field(
         default=None,
         description="verl: megatron.override_transformer_config.recompute_granularity (Megatron-core activation "

@@ -257,12 +257,30 @@ def _update_phase(
     if r.cpu_policy:
         node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
         terms["optimizer_step_cpu"] = rounds * node_params / s.efficiency.cpu_adam_params_per_s
+    elif r.megatron and r.meg.optimizer_cpu_offload:
+        terms.update({k: rounds * v for k, v in _megatron_cpu_optimizer(ctx, r, opt_params).items()})
     else:
         per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
         terms["optimizer_step"] = rounds * opt_params * per / hbm_bytes_per_s(s, ctx.gpu)
     terms["offload_pcie"] = r.offload_seconds(optimizer=True)
     tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
     return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
+
+
+def _megatron_cpu_optimizer(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:
+    """One Megatron optimizer step with ``optimizer_cpu_offload`` (Megatron-core HybridDeviceOptimizer): the
+    offloaded fraction f of each rank's shard is stepped by torch's CPU Adam on the node's host CPUs (all ranks of
+    a node share them: ``cpu_adam_params_per_s`` per node), after copying its fp32 grads down and before copying
+    the updated fp32 params up over PCIe (4 + 4 B per param); the rest steps on the GPU at HBM speed."""
+    s = ctx.s
+    f = r.meg.optimizer_offload_fraction
+    node = f * opt_params * min(s.hardware.gpus_per_node, s.hardware.num_gpus)
+    per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * 4
+    return {
+        "optimizer_step_cpu": node / s.efficiency.cpu_adam_params_per_s,
+        "optimizer_offload_pcie": f * opt_params * (4 + 4) / pcie_bytes_per_s(s, ctx.gpu),
+        "optimizer_step": (1 - f) * opt_params * per / hbm_bytes_per_s(s, ctx.gpu),
+    }
 
 
 def _actor(ctx: Context) -> TrainingEngine:

@@ -21,6 +21,7 @@ from calculator.verl.keys import (
     KEY_MAPS,
     MEGATRON_ONLY,
     NESTED_FIELDS,
+    OPTIMIZER_OVERRIDE_FIELDS,
     VERL_PLACEHOLDER_MODEL_PATH,
 )
 
@@ -144,9 +145,17 @@ VERL_MEGATRON_DEFAULTS: dict[str, Any] = {
     f"{_A}.strategy": "megatron",
     f"{_A}.optim.optimizer": "adam",
     "critic.strategy": "megatron",
-    **{f"{_A}.megatron.{NESTED_FIELDS.get(k, k)}": v for k, v in MegatronSection().model_dump().items()},
+    **{
+        f"{_A}.megatron.{NESTED_FIELDS.get(k, k)}": v
+        for k, v in MegatronSection().model_dump().items()
+        if k not in OPTIMIZER_OVERRIDE_FIELDS
+    },
     f"{_F}.megatron.param_offload": _MEG,
-    **{f"critic.megatron.{NESTED_FIELDS.get(k, k)}": v for k, v in MegatronSection().model_dump().items()},
+    **{
+        f"critic.megatron.{NESTED_FIELDS.get(k, k)}": v
+        for k, v in MegatronSection().model_dump().items()
+        if k not in OPTIMIZER_OVERRIDE_FIELDS
+    },
 }
 # Keys only in one of the two configs (the rest of KEY_MAPS exists in both).
 _FSDP_ONLY_KEYS = {km.verl for km in KEY_MAPS if km.engines == FSDP_ONLY} | {

@@ -47,11 +47,20 @@ NESTED_FIELDS: dict[str, str] = {
 }
 
 
+# Megatron-core's hybrid CPU optimizer is set beside the megatron section, in the role's optimizer overrides
+# (verl: ``+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction``, absent by
+# default, so a launch adds it with "+"; shared/reference/verl_config_keys.yaml).
+OPTIMIZER_OVERRIDE_FIELDS = ("optimizer_cpu_offload", "optimizer_offload_fraction")
+
+
+def _verl_key(verl_prefix: str, f: str) -> str:
+    if f in OPTIMIZER_OVERRIDE_FIELDS:
+        return f"{verl_prefix.rsplit('.', 1)[0]}.optim.override_optimizer_config.{f}"
+    return f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}"
+
+
 def _section(native_prefix: str, verl_prefix: str, model: type[BaseModel], group: str, engines: tuple[str, ...]):
-    return tuple(
-        KeyMap(f"{native_prefix}.{f}", f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}", group, engines)
-        for f in model.model_fields
-    )
+    return tuple(KeyMap(f"{native_prefix}.{f}", _verl_key(verl_prefix, f), group, engines) for f in model.model_fields)
 
 
 _A = "actor_rollout_ref.actor"

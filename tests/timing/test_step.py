@@ -460,3 +460,31 @@ def test_megatron_recompute_fields_follow_megatron_core_rules(fields, ok):
     else:
         with pytest.raises(InputError, match="recompute"):
             load_scenario(BASE, overrides=ov)
+
+
+def test_megatron_cpu_optimizer_step_by_hand():
+    """Megatron optimizer_cpu_offload with fraction 0.5, Qwen2.5-7B on 8 GPUs, TP 1 / PP 1 (DP 8): each rank's
+    shard is P/8 params; half of it steps on the node's CPUs (8 ranks x P/16 = P/2 params at 1e9 params/s), its
+    fp32 grads go down and params come up over PCIe (8 B x P/16 at 63 GB/s x 0.8), the other half on the GPU."""
+    from tests.support.qwen7b_h100 import EFF_PCIE, H100_PCIE5, P7
+
+    ov = {
+        "actor.strategy": "megatron",
+        "actor.megatron.optimizer_cpu_offload": True,
+        "actor.megatron.optimizer_offload_fraction": 0.5,
+    }
+    s, t = times(ov)
+    _, base = times({"actor.strategy": "megatron"})
+    upd, ref = t["update_actor"].terms, base["update_actor"].terms
+    rounds = 4  # 1024 prompts / mini-batch 256, one epoch
+    assert upd["optimizer_step_cpu"] == pytest.approx(rounds * P7 / 2 / 1e9, rel=1e-9)
+    assert upd["optimizer_offload_pcie"] == pytest.approx(rounds * 8 * P7 / 16 / (H100_PCIE5 * EFF_PCIE), rel=1e-9)
+    assert upd["optimizer_step"] == pytest.approx(ref["optimizer_step"] / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize("version", ["0.6", "0.7", "0.8", "0.9"])
+def test_fsdp_reference_streams_its_weights_from_cpu_in_every_release(version):
+    """verl forces the FSDP reference into CPU offload in every release (0.7.0 fsdp_workers.py:516-518, 0.9.1
+    transformer_impl.py:432-463), as the memory model assumes: the ref forward pays the fp32 shard over PCIe."""
+    _, t = times({"verl_version": version, "actor.use_kl_loss": True})
+    assert t["ref_log_prob"].terms["param_stream_pcie"] > 0

@@ -254,17 +254,23 @@ def _update_phase(
             f"exposed {fmt_s(comm + host)}; host issues {r.role.arch.num_layers} layers x {passes:g} passes in "
             f"{fmt_s(dispatch)}"
         )
-    if r.cpu_policy:
-        node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
-        terms["optimizer_step_cpu"] = rounds * node_params / s.efficiency.cpu_adam_params_per_s
-    elif r.megatron and r.meg.optimizer_cpu_offload:
-        terms.update({k: rounds * v for k, v in _megatron_cpu_optimizer(ctx, r, opt_params).items()})
-    else:
-        per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
-        terms["optimizer_step"] = rounds * opt_params * per / hbm_bytes_per_s(s, ctx.gpu)
+    terms.update({k: rounds * v for k, v in _optimizer_step(ctx, r, opt_params).items()})
     terms["offload_pcie"] = r.offload_seconds(optimizer=True)
     tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
     return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
+
+
+def _optimizer_step(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:
+    """Seconds of one optimizer step: on the host CPU (FSDP2 offload_policy), split CPU/GPU (Megatron
+    optimizer_cpu_offload) or on the GPU, memory-bound over HBM."""
+    s = ctx.s
+    if r.cpu_policy:
+        node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
+        return {"optimizer_step_cpu": node_params / s.efficiency.cpu_adam_params_per_s}
+    if r.megatron and r.meg.optimizer_cpu_offload:
+        return _megatron_cpu_optimizer(ctx, r, opt_params)
+    per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
+    return {"optimizer_step": opt_params * per / hbm_bytes_per_s(s, ctx.gpu)}
 
 
 def _megatron_cpu_optimizer(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from calculator.inputs.backends import MAX_COUNT, FsdpSection, MegatronSection, OptimSection, _Frozen
 from calculator.inputs.constants import EfficiencyConfig, OverheadConfig
+from calculator.inputs.limits import MAX_HISTOGRAM_BINS, MAX_HISTOGRAM_CHARS
 
 VERL_VERSIONS = ("0.9", "0.8", "0.7", "0.6")
 
@@ -271,6 +272,30 @@ class RewardModelSection(_Frozen):
     rollout: RewardRolloutSection = RewardRolloutSection()
 
 
+def parse_histogram(text: Any, max_length: Any) -> list[tuple[int, float]]:
+    """``data.response_length_histogram`` as (length, count) pairs; a ValueError names the field and the rule."""
+    where = "data.response_length_histogram"
+    if not isinstance(text, str):
+        raise ValueError(f"{where} must be text 'length:count, length:count, ...', got {type(text).__name__}")
+    top = max_length if isinstance(max_length, int) and not isinstance(max_length, bool) else MAX_COUNT
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    if not parts or len(parts) > MAX_HISTOGRAM_BINS:
+        raise ValueError(f"{where} needs 1 to {MAX_HISTOGRAM_BINS} 'length:count' bins, got {len(parts)}")
+    bins = []
+    for p in parts:
+        length_text, sep, count_text = p.partition(":")
+        try:
+            length, count = int(length_text), float(count_text)
+        except ValueError:
+            raise ValueError(f"{where}: bin {p[:40]!r} is not 'length:count' (integer length, number count)") from None
+        if not sep or not 1 <= length <= top or not 0 <= count < 1e15:
+            raise ValueError(f"{where}: bin {p[:40]!r} needs 1 <= length <= max_response_length ({top}), count >= 0")
+        bins.append((length, count))
+    if sum(c for _, c in bins) <= 0:
+        raise ValueError(f"{where}: the counts add up to 0")
+    return sorted(bins)
+
+
 class DataSection(_Frozen):
     """``data`` plus rlplan's expected lengths."""
 
@@ -309,6 +334,32 @@ class DataSection(_Frozen):
         "data-parallel stragglers. 0.01 is an ESTIMATE for runs whose max is set well above typical answers; long "
         "reasoning runs often log 0.05-0.2. Capped so truncated responses hold at most 10% of the tokens.",
     )
+
+    response_length_histogram: str | None = Field(
+        default=None,
+        max_length=MAX_HISTOGRAM_CHARS,
+        description="rlplan (step time): measured response lengths as 'length:count, length:count, ...' (e.g. "
+        "from a previous run's response_length distribution); replaces the assumed log-normal in the decode long "
+        "tail and the stragglers. Lengths 1..max_response_length, counts >= 0, at most 256 bins. Sets "
+        "mean_response_length when that is empty; if both are given they must agree within 5%.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _histogram_mean(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("response_length_histogram"):
+            return data
+        bins = parse_histogram(data["response_length_histogram"], data.get("max_response_length", 512))
+        mean = sum(length * count for length, count in bins) / sum(count for _, count in bins)
+        given = data.get("mean_response_length")
+        if given is None:
+            return {**data, "mean_response_length": max(1, round(mean))}
+        if isinstance(given, int | float) and abs(given - mean) > 0.05 * mean:
+            raise ValueError(
+                f"data.mean_response_length ({given}) and the mean of data.response_length_histogram "
+                f"({mean:.0f}) differ by more than 5%: leave mean_response_length empty or fix one of them"
+            )
+        return data
 
     @model_validator(mode="after")
     def _means_within_max(self) -> DataSection:

@@ -17,7 +17,9 @@ long max (500 of 20,480) a 1% clip ratio would put 40% of the tokens in the clip
 median of a few tokens; the lower clip ratio is stated in the formula. ``mean == max`` is a point mass at the
 max (every response truncated).
 
-Left out: multi-modal length distributions (a mix of short answers and long reasoning chains); the
+A measured histogram (``data.response_length_histogram``) replaces the fit (``HistogramLengths``, same interface).
+
+Left out (of the fit): multi-modal length distributions (a mix of short answers and long reasoning chains); the
 distribution is the same for every prompt (GRPO's n samples of one prompt are correlated in reality).
 """
 
@@ -59,6 +61,11 @@ class LengthDistribution:
     mu: float
     sigma: float
 
+    @property
+    def longest(self) -> float:
+        """Where the last response ends: the max (a clipped distribution always has responses there)."""
+        return self.top
+
     def survival(self, t: float) -> float:
         """P(R > t)."""
         if t >= self.top:
@@ -88,6 +95,40 @@ class LengthDistribution:
             f"log-normal (median {median:,.0f}, sigma {self.sigma:.2f}) clipped at {self.top:,.0f} "
             f"({self.clip:.1%} truncated), mean {self.mean:,.0f}, CV {self.cv():.2f}"
         )
+
+
+@dataclass(frozen=True)
+class HistogramLengths:
+    """Measured response lengths (``data.response_length_histogram``): ``bins`` of (length, count), sorted."""
+
+    bins: tuple[tuple[int, float], ...]
+    top: float
+
+    @property
+    def _total(self) -> float:
+        return sum(c for _, c in self.bins)
+
+    @property
+    def mean(self) -> float:
+        return sum(length * c for length, c in self.bins) / self._total
+
+    @property
+    def longest(self) -> float:
+        return float(self.bins[-1][0])
+
+    def survival(self, t: float) -> float:
+        """P(R > t): the share of responses longer than t."""
+        return sum(c for length, c in self.bins if length > t) / self._total
+
+    def second_moment(self) -> float:
+        return sum(length * length * c for length, c in self.bins) / self._total
+
+    def cv(self) -> float:
+        m = self.mean
+        return math.sqrt(max(0.0, self.second_moment() - m * m)) / m
+
+    def describe(self) -> str:
+        return f"measured histogram of {len(self.bins)} bins, mean {self.mean:,.0f}, CV {self.cv():.2f}"
 
 
 def _clipped_mean(sigma: float, z: float, top: float, clip: float) -> float:
@@ -122,4 +163,4 @@ def straggler_factor(cv: float, items_per_rank: float, ranks: int) -> float:
     return 1.0 + cv / math.sqrt(items_per_rank) * math.sqrt(2.0 * math.log(ranks))
 
 
-__all__ = ["LengthDistribution", "fit_lengths", "straggler_factor"]
+__all__ = ["HistogramLengths", "LengthDistribution", "fit_lengths", "straggler_factor"]

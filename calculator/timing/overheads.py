@@ -9,7 +9,9 @@ dispatch (every phase)
 dp_straggler (update_actor / update_critic)
     each mini-batch's optimizer step waits for the slowest data-parallel rank: with n sequences per rank and
     length coefficient of variation cv (``calculator.timing.lengths``), the slowest of D ranks does
-    1 + cv/√n · √(2 ln D) times the mean work (``straggler_factor``). verl's ``balance_batch`` balances each
+    1 + cv/√n · √(2 ln D) times the mean work (``straggler_factor``; n at least 1, and never more than the
+    longest sequence over the mean one). The slow rank's extra compute first fills the exposed FSDP traffic and
+    host-launch time (a micro-batch lasts max(compute, traffic, launches)), so only the excess is charged. verl's ``balance_batch`` balances each
     rank's total tokens over the whole batch, not each mini-batch's, so the forward-only phases are left alone.
 moe_grouped_gemm, moe_load_imbalance (training-side phases of MoE models)
     the expert GEMMs see tokens x top-k / experts rows each (x EP, whose ranks pool their tokens), at
@@ -78,13 +80,22 @@ def _straggler(ctx: Context, phase: Phase, t: PhaseTime) -> tuple[float, str]:
     ln = ctx.r.lengths
     dist = length_distribution(ctx.s, float(ln.response))
     cv = dist.cv() * dist.mean / max(ln.sequence, 1)  # spread of prompt + response
-    f = straggler_factor(cv, per_rank, ranks)
-    gpu = t.terms.get("compute", 0.0) + t.terms.get("gemm_small_batch", 0.0)
+    # The slowest rank can do no more than its sequences at the longest length (one sequence per rank: exactly that).
+    cap = (ln.prompt + dist.longest) / max(ln.sequence, 1)
+    f = min(straggler_factor(cv, max(per_rank, 1.0), ranks), max(cap, 1.0))
+    # The slowest rank's extra tokens cost compute at the MFU: its micro-batches are larger, not more numerous,
+    # so the per-micro-batch GEMM inefficiency (gemm_small_batch) does not grow with them.
+    gpu = t.terms.get("compute", 0.0)
+    # A micro-batch lasts max(GPU work, FSDP traffic, host launches): the slow rank's extra compute first fills
+    # the exposed traffic and host time.
+    hidden = sum(t.terms.get(k, 0.0) for k in ("fsdp_comm", "cpu_offload_pcie", "host_overhead"))
+    extra = max(0.0, (f - 1) * gpu - hidden)
     note = (
         f"(1 + {cv:.2f} / sqrt({per_rank:,.0f}) x sqrt(2 ln {ranks}) - 1) = {f - 1:.1%} of the compute "
-        f"{fmt_s(gpu)}: each mini-batch waits for the slowest of {ranks} ranks"
+        f"{fmt_s(gpu)}, less the exposed FSDP traffic and host time it hides ({fmt_s(hidden)}): each mini-batch waits for the "
+        f"slowest of {ranks} ranks"
     )
-    return (f - 1) * gpu, note
+    return extra, note
 
 
 def _moe(ctx: Context, phase: Phase, t: PhaseTime) -> dict[str, tuple[float, str]]:

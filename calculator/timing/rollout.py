@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 
-from calculator.inputs.scenario import Scenario
+from calculator.inputs.scenario import Scenario, parse_histogram
 from calculator.memory.context import Context
 from calculator.memory.engine import SAMPLER_BYTES_PER_LOGIT, max_concurrent_sequences
 from calculator.model.architecture import Architecture
@@ -74,7 +74,7 @@ from calculator.timing.flops import (
     per_architecture,
     total_params,
 )
-from calculator.timing.lengths import LengthDistribution, fit_lengths
+from calculator.timing.lengths import HistogramLengths, LengthDistribution, fit_lengths
 
 GRID_POINTS = 48  # positions sampled along the last wave (midpoint rule)
 ALLREDUCES_PER_LAYER = 2  # after attention (o_proj) and after the MLP (down_proj), Megatron-style TP
@@ -83,9 +83,14 @@ ALLREDUCES_PER_LAYER = 2  # after attention (o_proj) and after the MLP (down_pro
 # ---- response-length distribution ----------------------------------------------------------------
 
 
-def length_distribution(s: Scenario, mean: float) -> LengthDistribution:
-    """The clipped log-normal of ``calculator.timing.lengths`` for this scenario's responses."""
-    return fit_lengths(mean, float(s.data.max_response_length), s.data.response_clip_ratio)
+def length_distribution(s: Scenario, mean: float) -> LengthDistribution | HistogramLengths:
+    """The measured histogram if the scenario has one, else the clipped log-normal of
+    ``calculator.timing.lengths`` with this mean."""
+    top = float(s.data.max_response_length)
+    if s.data.response_length_histogram:
+        bins = parse_histogram(s.data.response_length_histogram, s.data.max_response_length)
+        return HistogramLengths(bins=tuple(bins), top=top)
+    return fit_lengths(mean, top, s.data.response_clip_ratio)
 
 
 # ---- kernels per decoder layer (eager host time) ---------------------------------------------------
@@ -219,7 +224,9 @@ def concurrency(ctx: Context) -> int:
     return max_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, ctx.r.lengths.sequence)
 
 
-def _decode(step: DecodeStep, dist: LengthDistribution, seqs: int, wave: int, prompt: float) -> dict[str, float]:
+def _decode(
+    step: DecodeStep, dist: LengthDistribution | HistogramLengths, seqs: int, wave: int, prompt: float
+) -> dict[str, float]:
     """Seconds of the steady part and the last wave (module docstring), by term."""
     mean_r = dist.mean
     steady_steps = (seqs - wave) * mean_r / wave
@@ -235,7 +242,7 @@ def _decode(step: DecodeStep, dist: LengthDistribution, seqs: int, wave: int, pr
         "steady_ctx": steady_ctx,
     }
     # Last wave: `wave` sequences finishing one by one; the longest reaches max_response_length.
-    dt = dist.top / GRID_POINTS
+    dt = dist.longest / GRID_POINTS
     for j in range(GRID_POINTS):
         t = (j + 0.5) * dt
         b = max(1.0, wave * dist.survival(t))
@@ -299,7 +306,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
 def _rollout_formula(
     ctx: Context,
     step: DecodeStep,
-    dist: LengthDistribution,
+    dist: LengthDistribution | HistogramLengths,
     seqs: int,
     wave: int,
     prefill_s: float,
@@ -319,7 +326,7 @@ def _rollout_formula(
         f"{w_gib:.2f} GiB weights + KV {wave} x {d['steady_ctx']:.0f} tok x {step.kv_per_token:,} B) / "
         f"({ctx.gpu.hbm_bandwidth_gb_per_s:g} GB/s x {s.efficiency.decode_hbm_efficiency:.0%}), compute) = "
         f"{full_step_ms:.2f} ms incl. TP all-reduce, host launch and engine CPU time; {d['steady_steps']:.0f} "
-        f"full-batch steps, then a last wave of {wave} to {dist.top:.0f} tokens (response lengths: {dist.describe()}): "
+        f"full-batch steps, then a last wave of {wave} to {dist.longest:.0f} tokens (response lengths: {dist.describe()}): "
         f"decode {fmt_s(d['decode'])}, long tail past the mean {fmt_s(d['long_tail'])}, "
         f"all-reduce {fmt_s(d['tp_allreduce'])}, engine CPU {fmt_s(d['engine_host'])}"
         + (

@@ -175,6 +175,8 @@ RLPLAN_ONLY: tuple[str, ...] = (
     "model.use_dora",
     "data.mean_prompt_length",
     "data.mean_response_length",
+    "data.response_clip_ratio",
+    "data.response_length_histogram",
     "overheads.",
     "efficiency.",
 )

@@ -62,3 +62,32 @@ def test_straggler_factor_by_hand():
     assert straggler_factor(0.5, 16, 1) == 1.0 and straggler_factor(0.0, 16, 8) == 1.0
     # more sequences per rank average the spread out; more ranks make the slowest one slower
     assert straggler_factor(0.5, 64, 8) < straggler_factor(0.5, 16, 8) < straggler_factor(0.5, 16, 64)
+
+
+def test_histogram_replaces_the_fit():
+    """'500:30, 2000:50, 4096:20': mean (15000 + 100000 + 81920) / 100 = 1969.2; P(R > 1000) = 0.7; the last wave
+    ends at the longest bin (4096), not at the max."""
+    from calculator import load_scenario
+    from calculator.timing.rollout import length_distribution
+
+    s = load_scenario(
+        None, overrides={"data.max_response_length": 8192, "data.response_length_histogram": "500:30, 2000:50, 4096:20"}
+    )
+    assert s.data.mean_response_length == 1969  # filled from the histogram
+    d = length_distribution(s, 1969)
+    assert d.mean == pytest.approx(1969.2) and d.survival(1000) == pytest.approx(0.7) and d.longest == 4096
+    m2 = (30 * 500**2 + 50 * 2000**2 + 20 * 4096**2) / 100
+    assert d.second_moment() == pytest.approx(m2)
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [("x", "not 'length:count'"), ("500:3, 9000:1", "max_response_length"), ("500:0", "add up to 0")],
+)
+def test_bad_histograms_are_refused_with_the_field_named(text, needle):
+    from calculator import load_scenario
+    from calculator.errors import InputError
+
+    with pytest.raises(InputError, match="response_length_histogram") as e:
+        load_scenario(None, overrides={"data.max_response_length": 4096, "data.response_length_histogram": text})
+    assert needle in str(e.value)

@@ -19,7 +19,8 @@ from pydantic import Field, model_validator
 
 from calculator.inputs.backends import MAX_COUNT, FsdpSection, MegatronSection, OptimSection, _Frozen
 from calculator.inputs.constants import EfficiencyConfig, OverheadConfig
-from calculator.inputs.limits import MAX_HISTOGRAM_BINS, MAX_HISTOGRAM_CHARS
+from calculator.inputs.histogram import parse_histogram
+from calculator.inputs.limits import MAX_HISTOGRAM_CHARS
 
 VERL_VERSIONS = ("0.9", "0.8", "0.7", "0.6")
 
@@ -270,30 +271,6 @@ class RewardModelSection(_Frozen):
     model_path: str | None = Field(default=None, description="Reward model preset id; null = same as the actor.")
     enable_resource_pool: bool = Field(default=False, description="True = RM on its own GPUs (not modelled here).")
     rollout: RewardRolloutSection = RewardRolloutSection()
-
-
-def parse_histogram(text: Any, max_length: Any) -> list[tuple[int, float]]:
-    """``data.response_length_histogram`` as (length, count) pairs; a ValueError names the field and the rule."""
-    where = "data.response_length_histogram"
-    if not isinstance(text, str):
-        raise ValueError(f"{where} must be text 'length:count, length:count, ...', got {type(text).__name__}")
-    top = max_length if isinstance(max_length, int) and not isinstance(max_length, bool) else MAX_COUNT
-    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
-    if not parts or len(parts) > MAX_HISTOGRAM_BINS:
-        raise ValueError(f"{where} needs 1 to {MAX_HISTOGRAM_BINS} 'length:count' bins, got {len(parts)}")
-    bins = []
-    for p in parts:
-        length_text, sep, count_text = p.partition(":")
-        try:
-            length, count = int(length_text), float(count_text)
-        except ValueError:
-            raise ValueError(f"{where}: bin {p[:40]!r} is not 'length:count' (integer length, number count)") from None
-        if not sep or not 1 <= length <= top or not 0 <= count < 1e15:
-            raise ValueError(f"{where}: bin {p[:40]!r} needs 1 <= length <= max_response_length ({top}), count >= 0")
-        bins.append((length, count))
-    if sum(c for _, c in bins) <= 0:
-        raise ValueError(f"{where}: the counts add up to 0")
-    return sorted(bins)
 
 
 class DataSection(_Frozen):

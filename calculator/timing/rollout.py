@@ -56,7 +56,8 @@ from __future__ import annotations
 
 import math
 
-from calculator.inputs.scenario import Scenario, parse_histogram
+from calculator.inputs.histogram import parse_histogram
+from calculator.inputs.scenario import Scenario
 from calculator.memory.context import Context
 from calculator.memory.engine import SAMPLER_BYTES_PER_LOGIT, max_concurrent_sequences
 from calculator.model.architecture import Architecture

@@ -2,7 +2,7 @@
 
 ``step_time_figure`` reads ``report.time``: the top bar is the step stacked by phase (its length is
 ``step_s``), the lower bars split each phase by mechanism (``terms_s``; each bar's length is that
-phase's ``phases_s``). ``tradeoff_figure`` plots ``calculator.planning.tradeoff`` points: peak GiB per GPU
+phase's ``phases_s``; hovering a mechanism shows its formula and inputs from ``term_formulas``). ``tradeoff_figure`` plots ``calculator.planning.tradeoff`` points: peak GiB per GPU
 against step time, infeasible points grey, the Pareto front as a line, the current settings marked,
 and the GPU's usable memory as a vertical line. Colours are fixed per phase (``PHASE_COLORS``) and
 per mechanism (``TERM_COLORS``) so every chart and page agrees.
@@ -46,6 +46,17 @@ TERM_COLORS: dict[str, str] = {
     "optimizer_step_cpu": "#da8bc3",
     "gather": "#35978f",
     "bucket_copies": "#80cdc1",
+    "engine_host": "#fd8d3c",
+    "host_launch": "#fdd0a2",
+    "dispatch": "#969696",
+    "dp_straggler": "#636363",
+    "moe_grouped_gemm": "#dd3497",
+    "moe_load_imbalance": "#ae017e",
+    "per_tensor_overhead": "#01665e",
+    "engine_wake_sleep": "#5ab4ac",
+    "lora_base_restore": "#c7eae5",
+    "gemm_small_batch": "#9ecae1",
+    "host_overhead": "#d9d9d9",
 }
 INFEASIBLE_COLOR = "#c7c7c7"
 FEASIBLE_COLOR = "#2171b5"
@@ -163,8 +174,8 @@ def step_time_figure(report: Report, *, lang: str = "en") -> go.Figure:
                 marker_color=term_color(k),
                 legendgroup="terms",
                 legendgrouptitle_text=_t(lang, "by_mechanism"),
-                customdata=[t.details.get(p, "") for p in phases],
-                hovertemplate=f"<b>%{{y}}</b> · {k}: %{{x:.2f}} s<extra></extra>",
+                customdata=[_wrap(t.term_formulas.get(p, {}).get(k, "")) for p in phases],
+                hovertemplate=f"<b>%{{y}}</b> · {k}: %{{x:.2f}} s<br>%{{customdata}}<extra></extra>",
             ),
             row=2,
             col=1,
@@ -174,6 +185,17 @@ def step_time_figure(report: Report, *, lang: str = "en") -> go.Figure:
     title = _t(lang, "step_title", s=t.step_s, tps=t.tokens_per_s, tpg=t.tokens_per_s_per_gpu)
     _layout(fig, title, height=260 + 45 * len(phases), legend_right=True)
     return fig
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    """A term's formula for a hover box: HTML line breaks every ``width`` characters at a space."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + len(word) > width:
+            lines.append(line)
+            line = ""
+        line = f"{line} {word}" if line else word
+    return "<br>".join([*lines, line] if line else lines)
 
 
 def _hover(p: TradeoffPoint) -> str:

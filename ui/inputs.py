@@ -57,6 +57,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "data.max_response_length",
         "data.mean_prompt_length",
         "data.mean_response_length",
+        "data.response_clip_ratio",
+        "data.response_length_histogram",
     ),
     "rollout": (
         "rollout.name",

@@ -78,7 +78,11 @@ class MegatronSection(_Frozen):
         "parameters on CPU (their fp32 master weights, Adam moments and a pinned grad copy live in host RAM).",
     )
     optimizer_offload_fraction: float = Field(
-        default=0.0, ge=0, le=1, description="Share of the optimizer's parameters (by count) stepped on CPU."
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Share of the optimizer's parameters (by count) stepped on CPU when optimizer_cpu_offload is on "
+        "(Megatron-core OptimizerConfig default 1.0).",
     )
     overlap_cpu_optimizer_d2h_h2d: bool = Field(
         default=False, description="Overlap the CPU optimizer's grad D2H / param H2D copies (time only)."

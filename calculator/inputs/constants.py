@@ -184,6 +184,90 @@ class EfficiencyConfig(NoBoolNumbers):
         "~22 vs ~13 ms (vllm-project/vllm-omni #7960) -> ~650 us/layer. Both report no visible gain at large "
         "batch, where the GPU work covers the launches.",
     )
+    decode_step_host_us: float = Field(
+        default=300.0,
+        ge=0,
+        le=1e6,
+        description="ESTIMATE: CPU time (us) of one vLLM V1 engine step outside the model forward, at any batch "
+        "(scheduler, input preparation, launching the CUDA graph, sampler and output bookkeeping), serial with the "
+        "GPU work (verl runs vLLM without async scheduling). Bounded by the batch-1 decode anchors "
+        "(tests/reference/test_throughput_reference.py: Llama-3.1-8B, H100 6.48 ms and A100 13.3 ms per token, "
+        "which leave well under 1 ms beyond the weight reads). Treat as +-2x.",
+    )
+    decode_step_host_us_per_seq: float = Field(
+        default=10.0,
+        ge=0,
+        le=1e5,
+        description="ESTIMATE: extra CPU time (us) per running sequence in one vLLM V1 engine step (block-table and "
+        "position updates, per-request sampling parameters, stop checks and output processing are Python loops over "
+        "the batch): ~2.5 ms at batch 256. This is the per-step overhead vLLM's async scheduling exists to hide; "
+        "it dominates when a step's GPU work is small (small or MoE models at large batch). Treat as +-2x.",
+    )
+    tp_allreduce_internode_latency_us: float = Field(
+        default=25.0,
+        gt=0,
+        le=10000,
+        description="ESTIMATE: fixed cost of one small all-reduce when the rollout TP group spans nodes (NCCL "
+        "over IB/RoCE instead of vLLM's in-node custom all-reduce). NCCL's small-message all-reduce latency across "
+        "2 nodes is ~15-30 us on 400G InfiniBand (nccl-tests all_reduce_perf, 8 B - 64 KiB rows), vs ~8 us in a "
+        "node. Decode runs two per layer per step.",
+    )
+    phase_fixed_overhead_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=3600,
+        description="ESTIMATE: seconds every phase costs beyond its GPU work and that do not shrink with more GPUs: "
+        "the driver's Ray dispatch of the padded DataProto to every worker and the gather of results, worker-side "
+        "(un)padding and the switch of the engine's mode (verl single_controller: one blocking remote call per "
+        "phase). verl's timing_s/* for tiny models show ~0.5-2 s per phase. Data movement that grows with the "
+        "batch is charged separately at driver_bytes_per_s.",
+    )
+    driver_gb_per_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=1000,
+        description="ESTIMATE: rate (GB/s) at which the single driver process serialises, ships and collects a "
+        "phase's batch (token ids, masks, positions, log-probs, advantages: ~8 tensors of 4-8 B per token) through "
+        "Ray's object store; one process, pickling numpy/torch buffers, ~1 GB/s.",
+    )
+    weight_sync_us_per_tensor: float = Field(
+        default=1000.0,
+        ge=0,
+        le=1e6,
+        description="ESTIMATE: fixed cost (us) per parameter tensor of a weight sync: one full_tensor() gather "
+        "(a collective launch), a copy into the IPC bucket, the Python handshake and vLLM's per-tensor weight_loader "
+        "(name mapping, expert id lookup, narrow + copy). MoE checkpoints carry one tensor per expert and projection "
+        "(Qwen3-30B-A3B 18,867 tensors, DeepSeek-V3 ~45,000; ``timing.step.num_weight_tensors``), so refits of large MoE models take tens of seconds "
+        "(NeMo-RL blog 'Journey of Optimizing Weight Transfer in Large MoE Models by 10x', 2025-08-12: refit of "
+        "large MoE models was tens of seconds before packing tensors per bucket).",
+    )
+    engine_wake_sleep_s: float = Field(
+        default=2.0,
+        ge=0,
+        le=3600,
+        description="ESTIMATE: seconds per step for the rollout engine to wake up (re-map the weights and "
+        "re-allocate the KV cache with cuMemMap, vLLM CuMemAllocator) and go back to sleep after generation "
+        "(verl free_cache_engine), beyond copying weights: a few seconds for a full GPU of KV blocks.",
+    )
+    moe_load_imbalance: float = Field(
+        default=1.2,
+        ge=1,
+        le=10,
+        description="ESTIMATE: tokens of the busiest expert-parallel rank over the mean in a dropless MoE layer "
+        "(each micro-batch waits for the busiest rank's grouped GEMM and all-to-all). Auxiliary-loss balanced "
+        "models run at 1.1-1.5 (Megatron-core MoE docs moe_router_load_balancing_type; DeepSeek-V3 tech report "
+        "§2.1.2 aims at balanced experts without dropping tokens).",
+    )
+    grouped_gemm_half_saturation_rows: float = Field(
+        default=256.0,
+        gt=0,
+        le=1e6,
+        description="Rows per expert at which an MoE grouped GEMM reaches half its large-M rate (the dense "
+        "gemm_half_saturation_tokens applies the same rule to a full micro-batch): each expert's GEMM sees only "
+        "tokens x top-k / experts rows and a narrow intermediate size, and grouped kernels pad every expert to "
+        "their tile (64-128 rows). ESTIMATE: twice the dense value, as the expert matrices are 4-8x narrower "
+        "(Qwen3-30B-A3B 2048 x 768) and reach the roofline ridge later.",
+    )
     cpu_adam_params_per_s: float = Field(
         default=1.0e9,
         gt=0,

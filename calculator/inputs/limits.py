@@ -56,6 +56,15 @@ MAX_ARITH_CHARS = 256
 MAX_OVERRIDE_KEYS = 20_000
 """Distinct ``key=value`` overrides or YAML keys in one imported config (verl has ~2,000 keys)."""
 
+# --------------------------------------------------------------------------- scenario values
+
+MAX_HISTOGRAM_BINS = 256
+"""Bins of ``data.response_length_histogram`` ("length:count, ..."). A logged histogram has 10-100 bins; the
+timing model sums over them once per estimate."""
+
+MAX_HISTOGRAM_CHARS = 8_192
+"""Characters of ``data.response_length_histogram``: 256 bins of "20480:12345.5, " fit in ~4 KiB."""
+
 # --------------------------------------------------------------------------- Hydra interpolation
 
 MAX_INTERPOLATION_STEPS = 100_000

@@ -171,6 +171,11 @@ class TimeOut(_Frozen):
         description="Per phase, seconds by mechanism (compute, exposed communication, PCIe, bubble, ...); "
         "each phase's terms add up to its phases_s entry.",
     )
+    term_formulas: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Per phase, for the mechanisms that have one: the term's formula with the inputs used "
+        "(issue 15: dispatch, stragglers, MoE, weight-sync overheads, engine CPU time, long tail).",
+    )
     reason: str | None = Field(
         default=None, description="Why the step cannot run (the rollout engine cannot start); null when it can."
     )

@@ -76,9 +76,10 @@ class VersionBehaviour(BaseModel):
     ref_forward_streams_weights: bool = Field(
         default=True,
         description="The FSDP reference forward streams its fp32 shards from CPU over PCIe on every pass (the "
-        "forward-only engine's forced CPU offload). False (0.6/0.7): the step-time model charges that stream only "
-        "with ref.fsdp_config.param_offload; an assumption carried over from the first throughput model, not "
-        "re-checked against the legacy worker.",
+        "forward-only engine's forced CPU offload). True in every release: the legacy 0.5-0.7 workers wrap the ref in "
+        "CPUOffload(offload_params=True) unconditionally ('We force reference policy to use CPUOffload', 0.7.0 "
+        "fsdp_workers.py:516-518; shared/reference/verl_source_audit.md item 3), as the memory model already "
+        "assumes; 0.6/0.7 used to be False here (issue 15 item 7).",
     )
     notes: str = ""
     sources: tuple[str, ...] = ()
@@ -152,7 +153,6 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
     ),
     "0.7": VersionBehaviour(
         version="0.7",
-        ref_forward_streams_weights=False,
         worker_impl="legacy",
         ref_on_gpu_bf16=False,
         logits_fp32=False,
@@ -178,7 +178,6 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
     ),
     "0.6": VersionBehaviour(
         version="0.6",
-        ref_forward_streams_weights=False,
         worker_impl="legacy",
         ref_on_gpu_bf16=False,
         logits_fp32=False,

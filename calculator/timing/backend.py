@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import MegatronSection, Scenario
 from calculator.memory.context import Context
 from calculator.memory.training import shard_size
@@ -25,6 +26,7 @@ from calculator.resolve.batching import PassBatch
 from calculator.resolve.roles import TrainerPlan
 from calculator.timing.flops import (
     FULL_RECOMPUTE,
+    GB,
     NO_RECOMPUTE,
     Recompute,
     collective_bytes_per_s,
@@ -133,6 +135,20 @@ def host_seconds(s: Scenario, role: RoleModel, passes: float, layers: float | No
     return passes * n * s.efficiency.train_host_us_per_layer_pass * 1e-6
 
 
+def all_to_all_seconds(s: Scenario, gpu: GpuSpec, bytes_per_gpu: float, group_size: int) -> float:
+    """Seconds for each GPU of a ``group_size`` group to send ``bytes_per_gpu`` in an all-to-all (EP dispatch or
+    combine). Unlike a ring, every peer gets its own slice: the slices for peers on other nodes leave through the
+    GPU's own NIC (``inter_node_gb_per_s`` x network_efficiency, one NIC per GPU), the rest go over NVLink; both
+    run at once, so the slower share sets the time. Inside one node this is ``bytes / NVLink``."""
+    gpn = s.hardware.gpus_per_node
+    intra = collective_bytes_per_s(s, gpu, min(group_size, gpn))
+    if group_size <= gpn:
+        return bytes_per_gpu / intra
+    off_node = (group_size - gpn) / (group_size - 1)
+    nic = gpu.inter_node_gb_per_s * GB * s.efficiency.network_efficiency
+    return max(bytes_per_gpu * off_node / nic, bytes_per_gpu * (1 - off_node) / intra)
+
+
 def megatron_pass(
     ctx: Context,
     r: TrainingEngine,
@@ -163,7 +179,7 @@ def megatron_pass(
         comm += passes * (a.num_layers / pp) * vol / collective_bytes_per_s(s, ctx.gpu, tp)
     if ep > 1 and a.is_moe:  # dispatch + combine all-to-all per MoE layer per pass
         vol = 2 * ring_fraction(ep) * tokens / (cp * tp) * a.num_experts_per_tok * a.hidden_size * 2
-        comm += passes * (a.num_moe_layers / pp) * vol / collective_bytes_per_s(s, ctx.gpu, ep * tp)
+        comm += passes * (a.num_moe_layers / pp) * all_to_all_seconds(s, ctx.gpu, vol, ep * tp)
     launch = max(0.0, host_seconds(s, r.role, passes, a.num_layers / pp) - (stage + slow + comm))
     return {
         "compute": n_micro * stage,

@@ -51,6 +51,7 @@ class PhaseTime:
     formula: str
     model_flops: float = 0.0  # useful model FLOPs of the phase over the whole pool (no recompute)
     extra: dict[str, float] = field(default_factory=dict)  # diagnostics (not part of the sum)
+    notes: dict[str, str] = field(default_factory=dict)  # per term: its formula with the inputs used
 
     @property
     def seconds(self) -> float:

@@ -34,21 +34,29 @@ ends, so the decode is modelled in two parts:
     last wave: C (or S) sequences decode together while their batch shrinks as they finish; the
         longest runs to max_response_length with a batch of one.
 
-Response lengths: mean R̄ (``data.mean_response_length``) and max R_max; the assumed distribution
-has both and the step always contains one max-length response (RL batches of thousands usually
-have a non-zero clip ratio): uniform on [2R̄-R_max, R_max] when R̄ >= R_max/2, else
-R = R_max·U^k with k = R_max/R̄ - 1 (U uniform; a long tail: with R̄ = R_max/10, 7% exceed R_max/2).
-The last wave is integrated over 24 response positions (midpoint rule). The time spent past the
-mean length is reported as ``long_tail``.
+Response lengths: ``calculator.timing.lengths`` (a log-normal with mean R̄ = ``data.mean_response_length``,
+clipped at R_max with ``data.response_clip_ratio`` of the responses reaching it; with thousands of
+responses per step at least one reaches the max, so the last wave always ends at R_max with a batch of one).
+The last wave is integrated over ``GRID_POINTS`` response positions (midpoint rule). The time spent past the
+mean length is reported as ``long_tail``: more replicas shorten the steady part, never the longest response.
 
-Left out: vLLM scheduler/CPU overhead per step outside the forward (input preparation, sampling
-bookkeeping; with graphs and without), chunked-prefill
-interference with decode beyond adding the prefill time, preemption and recompute when the KV
-cache fills, speculative decoding, engine wake-up/sleep, detokenisation and rule-based reward on CPU.
+engine CPU time (``engine_host``): every engine step (prefill or decode) also pays vLLM V1's scheduler, input
+preparation, sampler and output bookkeeping on the CPU, serial with the GPU work:
+``decode_step_host_us`` + ``decode_step_host_us_per_seq`` x running sequences.
+TP all-reduce latency: vLLM's custom all-reduce inside a node, NCCL (``tp_allreduce_internode_latency_us``)
+when the TP group spans nodes. Eager host time per layer follows the layer's kernel count
+(``kernels_per_layer``: MoE and MLA layers issue more kernels than a dense one).
+
+Left out: chunked-prefill interference with decode beyond adding the prefill time, preemption and recompute
+when the KV cache fills, speculative decoding, expert parallelism inside the rollout engine (vLLM's MoE runs
+expert-TP by default), detokenisation and rule-based reward on CPU.
 """
 
 from __future__ import annotations
 
+import math
+
+from calculator.inputs.histogram import parse_histogram
 from calculator.inputs.scenario import Scenario
 from calculator.memory.context import Context
 from calculator.memory.engine import SAMPLER_BYTES_PER_LOGIT, max_concurrent_sequences
@@ -67,36 +75,49 @@ from calculator.timing.flops import (
     per_architecture,
     total_params,
 )
+from calculator.timing.lengths import HistogramLengths, LengthDistribution, fit_lengths
 
-GRID_POINTS = 24  # positions sampled along the last wave (midpoint rule; within 0.1% of 2000 points)
+GRID_POINTS = 48  # positions sampled along the last wave (midpoint rule)
 ALLREDUCES_PER_LAYER = 2  # after attention (o_proj) and after the MLP (down_proj), Megatron-style TP
 
 
 # ---- response-length distribution ----------------------------------------------------------------
 
 
-def survival(t: float, mean: float, top: float) -> float:
-    """P(response length > t) under the assumed distribution (module docstring)."""
-    if t >= top:
-        return 0.0
-    if mean >= top:
-        return 1.0
-    if 2 * mean >= top:
-        lo = 2 * mean - top
-        return 1.0 if t <= lo else 1.0 - (t - lo) / (top - lo)
-    k = top / mean - 1.0
-    return 1.0 - (max(t, 0.0) / top) ** (1.0 / k)
+def length_distribution(s: Scenario, mean: float) -> LengthDistribution | HistogramLengths:
+    """The measured histogram if the scenario has one, else the clipped log-normal of
+    ``calculator.timing.lengths`` with this mean."""
+    top = float(s.data.max_response_length)
+    if s.data.response_length_histogram:
+        bins = parse_histogram(s.data.response_length_histogram, s.data.max_response_length)
+        return HistogramLengths(bins=tuple(bins), top=top)
+    return fit_lengths(mean, top, s.data.response_clip_ratio)
 
 
-def second_moment(mean: float, top: float) -> float:
-    """E[R²] of the assumed distribution."""
-    if mean >= top:
-        return top * top
-    if 2 * mean >= top:
-        lo = 2 * mean - top
-        return (lo * lo + lo * top + top * top) / 3.0
-    k = top / mean - 1.0
-    return top * top / (2 * k + 1)
+# ---- kernels per decoder layer (eager host time) ---------------------------------------------------
+
+# Kernels one decode step launches per decoder layer, counted from vLLM's model code (vLLM 0.11-0.24):
+# dense layer (vllm/model_executor/models/llama.py): fused add+RMSNorm, qkv_proj, rotary, attention, o_proj,
+#   fused add+RMSNorm, gate_up_proj, SiluAndMul, down_proj = 9.
+# MoE MLP instead of the dense MLP's 3 (qwen3_moe.py / deepseek_v2.py + fused_moe/fused_moe.py): router gate
+#   GEMM, topk_softmax (or grouped top-k), moe_align_block_size, fused_moe w13, SiluAndMul, fused_moe w2,
+#   moe_sum = 7; a shared expert adds its own gate_up, act, down (and a sigmoid gate + mul for Qwen2-MoE).
+# MLA attention instead of qkv/rotary/attention/o (4) (deepseek_v2.py DeepseekV2MLAAttention): q_a_proj,
+#   q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, rotary, W_UK absorb bmm, MLA attention,
+#   W_UV bmm, o_proj = 10.
+DENSE_LAYER_KERNELS = 9
+MOE_MLP_KERNELS = 7
+SHARED_EXPERT_KERNELS = 3
+MLA_EXTRA_KERNELS = 10 - 4
+
+
+def kernels_per_layer(arch: Architecture) -> tuple[float, float]:
+    """(kernels of a dense decoder layer, of an MoE layer) of this architecture in one decode step."""
+    dense = DENSE_LAYER_KERNELS + (MLA_EXTRA_KERNELS if arch.is_mla else 0)
+    moe = dense - 3 + MOE_MLP_KERNELS
+    if arch.shared_expert_intermediate_size:
+        moe += SHARED_EXPERT_KERNELS + (2 if arch.shared_expert_gate else 0)
+    return float(dense), float(moe)
 
 
 # ---- one decode step -----------------------------------------------------------------------------
@@ -108,8 +129,27 @@ def _expert_params(arch: Architecture) -> int:
 
 
 def host_step_seconds(s: Scenario, arch: Architecture) -> float:
-    """CPU time to issue one engine step's layers without a CUDA graph (``eager_decode_host_us_per_layer``)."""
-    return arch.num_layers * s.efficiency.eager_decode_host_us_per_layer * 1e-6
+    """CPU time to issue one engine step's layers without a CUDA graph: ``eager_decode_host_us_per_layer`` is
+    the cost of a dense layer's 9 kernels; other layer types cost in proportion to their kernel count
+    (``kernels_per_layer``: a Qwen3-MoE layer 13, a DeepSeek-V3 MoE layer with MLA 22)."""
+    dense_k, moe_k = kernels_per_layer(arch)
+    kernels = arch.num_dense_layers * dense_k + arch.num_moe_layers * moe_k
+    return kernels / DENSE_LAYER_KERNELS * s.efficiency.eager_decode_host_us_per_layer * 1e-6
+
+
+def engine_step_host_seconds(s: Scenario, batch: float) -> float:
+    """CPU time of one engine step outside the forward (vLLM V1 scheduler, input preparation, sampler and output
+    bookkeeping), serial with the GPU work: ``decode_step_host_us`` + ``decode_step_host_us_per_seq`` x batch."""
+    e = s.efficiency
+    return (e.decode_step_host_us + e.decode_step_host_us_per_seq * batch) * 1e-6
+
+
+def tp_allreduce_latency_s(s: Scenario, tp: int) -> float:
+    """Fixed cost of one small TP all-reduce: the in-node custom all-reduce, or NCCL across nodes when the TP group
+    is larger than a node (``tp_allreduce_internode_latency_us``)."""
+    e = s.efficiency
+    us = e.tp_allreduce_latency_us if tp <= s.hardware.gpus_per_node else e.tp_allreduce_internode_latency_us
+    return us * 1e-6
 
 
 def _chunked_forward(
@@ -145,7 +185,7 @@ class DecodeStep:
         self.hbm = hbm_bytes_per_s(s, ctx.gpu)
         self.flops = peak_flops(ctx.gpu) * s.efficiency.prefill_mfu * self.tp
         self.n_active = matmul_params(ctx.actor)
-        self.latency_s = s.efficiency.tp_allreduce_latency_us * 1e-6
+        self.latency_s = tp_allreduce_latency_s(s, self.tp)
         self.nvlink = collective_bytes_per_s(s, ctx.gpu, self.tp)
         # Per-token constants of ``seconds`` (hot loop: evaluated GRID_POINTS + 1 times per estimate).
         self.sampler_per_seq = arch.vocab_size * SAMPLER_BYTES_PER_LOGIT
@@ -157,6 +197,7 @@ class DecodeStep:
         # Batches above the largest captured size (every batch with enforce_eager) launch layer by layer.
         self.graph_top = es.largest_capture
         self.host_s = host_step_seconds(s, arch)
+        self.s = s
 
     def weight_bytes(self, b: float) -> float:
         """Weights read per step per GPU; MoE reads only the experts some token of the batch chose."""
@@ -166,16 +207,17 @@ class DecodeStep:
         touched = 1.0 - (1.0 - a.num_experts_per_tok / a.num_experts) ** b
         return (self.dense + self.experts * touched) * self.wbytes / self.tp
 
-    def seconds(self, b: float, context: float) -> tuple[float, float, float]:
-        """(memory/compute-bound part, TP all-reduce part, exposed host launch) of one step with ``b``
-        running sequences whose mean context is ``context`` tokens. Without a CUDA graph the step lasts
-        max(GPU time, host time): vLLM waits for the sampled tokens every step, so the CPU cannot run ahead."""
+    def seconds(self, b: float, context: float) -> tuple[float, float, float, float]:
+        """(memory/compute-bound part, TP all-reduce part, exposed host launch, engine host time) of one step with
+        ``b`` running sequences whose mean context is ``context`` tokens. Without a CUDA graph the forward lasts
+        max(GPU time, host time): vLLM waits for the sampled tokens every step, so the CPU cannot run ahead; the
+        engine's scheduler / sampler CPU time (``engine_step_host_seconds``) adds to every step."""
         mem = self.weight_bytes(b) + b * (context * self.kv_per_token + self.sampler_per_seq)
         flops = b * (2.0 * self.n_active + self.attn_per_ctx * context)
         body = max(mem / self.hbm, flops / self.flops)
         comm = self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0
         launch = max(0.0, self.host_s - body - comm) if b > self.graph_top else 0.0
-        return body, comm, launch
+        return body, comm, launch, engine_step_host_seconds(self.s, b)
 
 
 def concurrency(ctx: Context) -> int:
@@ -183,61 +225,111 @@ def concurrency(ctx: Context) -> int:
     return max_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, ctx.r.lengths.sequence)
 
 
+def _decode(
+    step: DecodeStep, dist: LengthDistribution | HistogramLengths, seqs: int, wave: int, prompt: float
+) -> dict[str, float]:
+    """Seconds of the steady part and the last wave (module docstring), by term."""
+    mean_r = dist.mean
+    steady_steps = (seqs - wave) * mean_r / wave
+    steady_ctx = prompt + dist.second_moment() / (2 * mean_r)
+    body, comm, launch, host = step.seconds(wave, steady_ctx)
+    out = {
+        "decode": steady_steps * body,
+        "long_tail": 0.0,
+        "tp_allreduce": steady_steps * comm,
+        "host_launch": steady_steps * launch,
+        "engine_host": steady_steps * host,
+        "steady_steps": steady_steps,
+        "steady_ctx": steady_ctx,
+    }
+    # Last wave: `wave` sequences finishing one by one; the longest reaches max_response_length.
+    dt = dist.longest / GRID_POINTS
+    for j in range(GRID_POINTS):
+        t = (j + 0.5) * dt
+        b = max(1.0, wave * dist.survival(t))
+        body, comm, launch, host = step.seconds(b, prompt + t)
+        out["decode" if t < mean_r else "long_tail"] += body * dt
+        out["tp_allreduce"] += comm * dt
+        out["host_launch"] += launch * dt
+        out["engine_host"] += host * dt
+    return out
+
+
 def rollout_time(ctx: Context) -> PhaseTime:
     """Prefill + decode of one replica's share of the step (module docstring)."""
     s = ctx.s
     step = DecodeStep(ctx)
     ln = ctx.r.lengths
-    prompt, mean_r, top_r = ln.prompt, float(ln.response), float(s.data.max_response_length)
+    prompt = ln.prompt
+    dist = length_distribution(s, float(ln.response))
     seqs = ctx.r.sequences_per_replica
     c_kv = concurrency(ctx)
-    cap = max(1, c_kv)
     prefill_flops = seqs * prompt * forward_flops_per_token(ctx.actor, prompt)
     prefill_s = prefill_flops / step.flops
     es = ctx.r.rollout
     prefill_slow, launch_s = _chunked_forward(s, es, ctx.actor.arch, seqs * prompt, prefill_s)
-    prefill_s += prefill_slow
-
-    # Steady part: the batch is full while requests wait.
-    wave = min(seqs, cap)
-    steady_steps = (seqs - wave) * mean_r / wave
-    steady_ctx = prompt + second_moment(mean_r, top_r) / (2 * mean_r)
-    body, comm, launch = step.seconds(wave, steady_ctx)
-    decode_s, comm_s = steady_steps * body, steady_steps * comm
-    launch_s += steady_steps * launch
-    # Last wave: `wave` sequences finishing one by one; the longest reaches max_response_length.
-    tail_s = 0.0
-    dt = top_r / GRID_POINTS
-    for j in range(GRID_POINTS):
-        t = (j + 0.5) * dt
-        b = max(1.0, wave * survival(t, mean_r, top_r))
-        body, comm, launch = step.seconds(b, prompt + t)
-        if t < mean_r:
-            decode_s += body * dt
-        else:
-            tail_s += body * dt
-        comm_s += comm * dt
-        launch_s += launch * dt
+    prefill_steps = math.ceil(seqs * prompt / max(es.max_num_batched_tokens, 1))
+    wave = min(seqs, max(1, c_kv))
+    d = _decode(step, dist, seqs, wave, prompt)
     terms = {
-        "prefill": prefill_s,
-        "decode": decode_s,
-        "long_tail": tail_s,
-        "tp_allreduce": comm_s,
-        "host_launch": launch_s,
+        "prefill": prefill_s + prefill_slow,
+        "decode": d["decode"],
+        "long_tail": d["long_tail"],
+        "tp_allreduce": d["tp_allreduce"],
+        "host_launch": launch_s + d["host_launch"],
+        "engine_host": d["engine_host"] + prefill_steps * engine_step_host_seconds(s, 0),
     }
+    full_step_ms = sum(step.seconds(wave, d["steady_ctx"])) * 1e3
+    notes = {
+        "engine_host": f"{d['steady_steps']:.0f} full-batch steps x ({s.efficiency.decode_step_host_us:g} us + "
+        f"{s.efficiency.decode_step_host_us_per_seq:g} us x {wave} sequences) of vLLM scheduler/sampler CPU time, plus "
+        f"the shrinking last wave and {prefill_steps} prefill steps",
+        "long_tail": f"decode past the mean response ({dist.mean:,.0f} tokens) while the last wave of {wave} empties; "
+        f"lengths: {dist.describe()}",
+        "tp_allreduce": f"2 all-reduces per layer x {ctx.actor.arch.num_layers} layers per step, latency "
+        f"{step.latency_s * 1e6:g} us"
+        + (" (TP group spans nodes)" if step.tp > s.hardware.gpus_per_node else "")
+        + " + bytes over the TP group",
+    }
+    return PhaseTime(
+        terms=terms,
+        formula=_rollout_formula(ctx, step, dist, seqs, wave, prefill_s + prefill_slow, d, full_step_ms),
+        model_flops=prefill_flops * ctx.r.num_replicas,
+        extra={
+            "concurrency": float(c_kv),
+            "full_batch_step_s": full_step_ms / 1e3,
+            "steady_steps": d["steady_steps"],
+        },
+        notes=notes,
+    )
+
+
+def _rollout_formula(
+    ctx: Context,
+    step: DecodeStep,
+    dist: LengthDistribution | HistogramLengths,
+    seqs: int,
+    wave: int,
+    prefill_s: float,
+    d: dict[str, float],
+    full_step_ms: float,
+) -> str:
+    s = ctx.s
+    c_kv = concurrency(ctx)
     w_gib = step.weight_bytes(wave) / 2**30
-    full_step_ms = sum(step.seconds(wave, steady_ctx)) * 1e3
     note = "" if c_kv > 0 else " KV cache holds no full sequence: time shown for one sequence at a time."
-    formula = (
+    launch_s = d["host_launch"]
+    return (
         f"{ctx.r.num_replicas} replicas x TP {step.tp}; {seqs} sequences per replica, "
         f"concurrency {c_kv} (KV {ctx.rollout.kv_tokens:,} tokens, max_num_seqs {s.rollout.max_num_seqs}). "
-        f"Prefill {seqs} x {prompt} tokens at {s.efficiency.prefill_mfu:.0%} of {step.tp} x "
+        f"Prefill {seqs} x {ctx.r.lengths.prompt} tokens at {s.efficiency.prefill_mfu:.0%} of {step.tp} x "
         f"{ctx.gpu.training_tflops:g} TFLOPS = {fmt_s(prefill_s)}. Decode step at batch {wave}: max(("
-        f"{w_gib:.2f} GiB weights + KV {wave} x {steady_ctx:.0f} tok x {step.kv_per_token:,} B) / "
+        f"{w_gib:.2f} GiB weights + KV {wave} x {d['steady_ctx']:.0f} tok x {step.kv_per_token:,} B) / "
         f"({ctx.gpu.hbm_bandwidth_gb_per_s:g} GB/s x {s.efficiency.decode_hbm_efficiency:.0%}), compute) = "
-        f"{full_step_ms:.2f} ms incl. TP all-reduce and host launch; {steady_steps:.0f} full-batch steps, then a last wave "
-        f"of {wave} to {top_r:.0f} tokens (mean {mean_r:.0f}): decode {fmt_s(decode_s)}, "
-        f"long tail past the mean {fmt_s(tail_s)}, all-reduce {fmt_s(comm_s)}"
+        f"{full_step_ms:.2f} ms incl. TP all-reduce, host launch and engine CPU time; {d['steady_steps']:.0f} "
+        f"full-batch steps, then a last wave of {wave} to {dist.longest:.0f} tokens (response lengths: {dist.describe()}): "
+        f"decode {fmt_s(d['decode'])}, long tail past the mean {fmt_s(d['long_tail'])}, "
+        f"all-reduce {fmt_s(d['tp_allreduce'])}, engine CPU {fmt_s(d['engine_host'])}"
         + (
             f"; steps without a CUDA graph (batch > {step.graph_top}) wait for the host to issue "
             f"{ctx.actor.arch.num_layers} layers ({fmt_s(step.host_s)} per step): {fmt_s(launch_s)}"
@@ -246,13 +338,6 @@ def rollout_time(ctx: Context) -> PhaseTime:
         )
         + "."
         + note
-    )
-    flops_total = prefill_flops * ctx.r.num_replicas
-    return PhaseTime(
-        terms=terms,
-        formula=formula,
-        model_flops=flops_total,
-        extra={"concurrency": float(c_kv), "full_batch_step_s": full_step_ms / 1e3, "steady_steps": steady_steps},
     )
 
 

@@ -54,9 +54,12 @@ Assumptions, per phase:
   the 2 GiB CUDA-IPC bucket and loaded by vLLM (HBM traffic 2 x 4 B x P + 2 B x P / TP). LoRA
   (``lora.merge`` false, verl's default) sends only the adapters once the base has been synced.
 
-Left out: element-wise kernels (entropy, log-softmax), the advantage computation, engine wake-up /
-sleep, checkpoint saving, validation, data loading; host work between micro-batches (verl's per-micro-batch
-metric syncs) beyond the launches.
+Every phase then gets the costs of ``calculator.timing.overheads`` (driver dispatch, data-parallel stragglers,
+MoE grouped GEMM and load imbalance, weight-sync per-tensor cost, engine wake-up / sleep, LoRA base restore).
+
+Left out: element-wise kernels (entropy, log-softmax), the advantage computation, checkpoint saving,
+validation, data loading; host work between micro-batches (verl's per-micro-batch metric syncs) beyond the
+launches.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ from calculator.timing.flops import (
     total_params,
     train_flops_per_token,
 )
+from calculator.timing.overheads import add_overheads
 from calculator.timing.rollout import reward_time, rollout_time
 
 
@@ -250,15 +254,39 @@ def _update_phase(
             f"exposed {fmt_s(comm + host)}; host issues {r.role.arch.num_layers} layers x {passes:g} passes in "
             f"{fmt_s(dispatch)}"
         )
-    if r.cpu_policy:
-        node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
-        terms["optimizer_step_cpu"] = rounds * node_params / s.efficiency.cpu_adam_params_per_s
-    else:
-        per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
-        terms["optimizer_step"] = rounds * opt_params * per / hbm_bytes_per_s(s, ctx.gpu)
+    terms.update({k: rounds * v for k, v in _optimizer_step(ctx, r, opt_params).items()})
     terms["offload_pcie"] = r.offload_seconds(optimizer=True)
     tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
     return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
+
+
+def _optimizer_step(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:
+    """Seconds of one optimizer step: on the host CPU (FSDP2 offload_policy), split CPU/GPU (Megatron
+    optimizer_cpu_offload) or on the GPU, memory-bound over HBM."""
+    s = ctx.s
+    if r.cpu_policy:
+        node_params = r.trainable * min(s.hardware.gpus_per_node, s.hardware.num_gpus) / r.n
+        return {"optimizer_step_cpu": node_params / s.efficiency.cpu_adam_params_per_s}
+    if r.megatron and r.meg.optimizer_cpu_offload:
+        return _megatron_cpu_optimizer(ctx, r, opt_params)
+    per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * (4 if r.megatron else r.mb)
+    return {"optimizer_step": opt_params * per / hbm_bytes_per_s(s, ctx.gpu)}
+
+
+def _megatron_cpu_optimizer(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:
+    """One Megatron optimizer step with ``optimizer_cpu_offload`` (Megatron-core HybridDeviceOptimizer): the
+    offloaded fraction f of each rank's shard is stepped by torch's CPU Adam on the node's host CPUs (all ranks of
+    a node share them: ``cpu_adam_params_per_s`` per node), after copying its fp32 grads down and before copying
+    the updated fp32 params up over PCIe (4 + 4 B per param); the rest steps on the GPU at HBM speed."""
+    s = ctx.s
+    f = r.meg.optimizer_offload_fraction
+    node = f * opt_params * min(s.hardware.gpus_per_node, s.hardware.num_gpus)
+    per = OPTIMIZER_STEP_TENSORS.get(s.actor.optim.optimizer, 8) * 4
+    return {
+        "optimizer_step_cpu": node / s.efficiency.cpu_adam_params_per_s,
+        "optimizer_offload_pcie": f * opt_params * (4 + 4) / pcie_bytes_per_s(s, ctx.gpu),
+        "optimizer_step": (1 - f) * opt_params * per / hbm_bytes_per_s(s, ctx.gpu),
+    }
 
 
 def _actor(ctx: Context) -> TrainingEngine:
@@ -373,7 +401,7 @@ PHASE_TIMERS: dict[Phase, Callable[[Context], PhaseTime]] = {
 
 def phase_times(ctx: Context) -> dict[str, PhaseTime]:
     """PhaseTime of every phase that occurs (``Resolved.phases``), in step order."""
-    return {p: PHASE_TIMERS[p](ctx) for p in ctx.r.phases}
+    return {p: add_overheads(ctx, p, PHASE_TIMERS[p](ctx)) for p in ctx.r.phases}
 
 
 def step_time(ctx: Context) -> TimeOut:
@@ -395,6 +423,7 @@ def step_time(ctx: Context) -> TimeOut:
         update_mfu=mfu,
         details=details,
         terms_s={p: dict(t.terms) for p, t in times.items()},
+        term_formulas={p: dict(t.notes) for p, t in times.items() if t.notes},
     )
 
 

@@ -39,7 +39,7 @@ from calculator.verl.fields import (
 )
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
-from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, KeyMap
+from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, OPTIMIZER_OVERRIDE_FIELDS, KeyMap
 from calculator.verl.placement_keys import launch_module, placement_items
 
 
@@ -109,8 +109,15 @@ def _optimizer(f: _Field) -> list[Item] | None:
     return f.item(verl_value) if verl_value != f.defaults[f.km.verl] or f.differs_from_base else []
 
 
+def _absent_key(f: _Field) -> list[Item]:
+    """A key verl's config does not have by default (Megatron optimizer overrides): added with "+"."""
+    items = _generic(f)
+    return [(g, f"+{k}", v) for g, k, v in items if v is not None]
+
+
 # Fields whose export is not the generic rule; a handler returning None falls back to it.
 _SPECIAL: dict[str, Callable[[_Field], list[Item] | None]] = {
+    **{f"{role}.megatron.{name}": _absent_key for role in ("actor", "critic") for name in OPTIMIZER_OVERRIDE_FIELDS},
     "critic.strategy": _critic_strategy,
     "critic.model_path": _model_path_of(need_critic),
     "reward_model.model_path": _model_path_of(lambda s: s.reward_model.enable),

@@ -50,14 +50,15 @@ NESTED_FIELDS: dict[str, str] = {
 # Megatron-core optimizer settings rlplan keeps in the megatron section but verl reads from the role's optim
 # section: the precision-aware dtypes are optim keys (0.9.1 optim/megatron.yaml); the CPU-offload ones are passed
 # through ``+optim.override_optimizer_config.*`` into megatron.core OptimizerConfig (utils/megatron/optimizer.py).
+OPTIMIZER_OVERRIDE_FIELDS = ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
 OPTIM_FIELDS: dict[str, str] = {
     **{
         f: f"optim.{f}"
         for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
     },
     **{
-        f: f"optim.override_optimizer_config.{f}"
-        for f in ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
+        f: f"optim.override_optimizer_config.{f}"  # absent from verl's config: a launch adds them with "+"
+        for f in OPTIMIZER_OVERRIDE_FIELDS
     },
 }
 
@@ -188,6 +189,8 @@ RLPLAN_ONLY: tuple[str, ...] = (
     "model.use_dora",
     "data.mean_prompt_length",
     "data.mean_response_length",
+    "data.response_clip_ratio",
+    "data.response_length_histogram",
     "overheads.",
     "efficiency.",
     # placement: the recipes' keys are in calculator/verl/placement_keys.py; these two have none

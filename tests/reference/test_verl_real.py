@@ -44,6 +44,12 @@ NOT_IN_YAML: dict[str, str] = {
     "pass-through dict (default {}); vllm_async_server.py spreads **engine_kwargs into vLLM's arguments",
     "actor_rollout_ref.rollout.engine_kwargs.sglang.kv_cache_dtype": "same, engine_kwargs.sglang "
     "(sglang_rollout/async_sglang_server.py)",
+    **{
+        f"{role}.optim.override_optimizer_config.{f}": "Megatron-core OptimizerConfig override, added with '+' "
+        "into the override_optimizer_config pass-through dict (shared/reference/verl_config_keys.yaml)"
+        for role in ("actor_rollout_ref.actor", "critic")
+        for f in ("optimizer_cpu_offload", "optimizer_offload_fraction")
+    },
     "actor_rollout_ref.rollout.update_weights_bucket_megabytes": "import alias for verl <= 0.7's layout "
     "(moved under checkpoint_engine in 0.8)",
     **{

@@ -132,3 +132,14 @@ def test_megatron_pipeline_bubble_is_pp_minus_one_stage_times():
     n_micro = 5120 // 2 // 32  # the rank's 2,560 sequences in micro-batches of 32
     stage = (terms["compute"] + terms["gemm_small_batch"] + terms["host_overhead"]) / n_micro
     assert terms["pipeline_bubble"] == pytest.approx(3 * stage, rel=1e-9)
+
+
+def test_all_to_all_uses_nvlink_in_a_node_and_the_nic_across_nodes():
+    """1 GB per GPU. 8 GPUs in one node: 1e9 / 337.5 GB/s = 2.963 ms. 16 GPUs over 2 nodes: 8 of the 15 peers are
+    remote, 8/15 GB leaves through the GPU's 50 GB/s NIC x 0.7 = 15.24 ms (the NVLink share, 7/15 GB, is faster);
+    a ring collective would have spread it over all 8 NICs of the node."""
+    from calculator.timing.backend import all_to_all_seconds
+
+    s, ctx, _ = engine()
+    assert all_to_all_seconds(s, ctx.gpu, 1e9, 8) == pytest.approx(1e9 / NVLINK)
+    assert all_to_all_seconds(s, ctx.gpu, 1e9, 16) == pytest.approx(1e9 * 8 / 15 / (50e9 * EFF_NET))

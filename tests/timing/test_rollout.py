@@ -9,7 +9,8 @@ from hypothesis import assume, given, settings
 
 from calculator import estimate, load_scenario
 from calculator.report.estimate import build_context
-from calculator.timing.rollout import decode_step_seconds, second_moment, survival
+from calculator.timing.lengths import fit_lengths
+from calculator.timing.rollout import decode_step_seconds
 from calculator.timing.step import phase_times
 from tests.support.qwen7b_h100 import (
     BASE,
@@ -45,10 +46,11 @@ def test_decode_step_by_hand():
     flops = b * (2 * N_MM + 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c)
     t_cmp = flops / (tp * H100_TFLOPS * EFF_PREFILL)
     allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
-    expected = max(t_mem, t_cmp) + allreduce
+    engine_cpu = 300e-6 + 10e-6 * b  # decode_step_host_us + decode_step_host_us_per_seq x batch
+    expected = max(t_mem, t_cmp) + allreduce + engine_cpu
     assert t_mem > t_cmp  # bandwidth-bound at this batch
     assert decode_step_seconds(ctx, b, c) == pytest.approx(expected, rel=1e-9)
-    assert expected == pytest.approx(4.596e-3, rel=1e-3)
+    assert expected == pytest.approx(4.596e-3 + 0.94e-3, rel=1e-3)
 
 
 def test_decode_becomes_compute_bound_at_large_batch():
@@ -86,11 +88,12 @@ def test_moe_decode_reads_only_touched_experts_at_small_batch():
 @pytest.mark.parametrize("mean,top", [(100, 1000), (300, 1000), (500, 1000), (800, 1000), (1000, 1000)])
 def test_response_length_distribution_has_the_mean_and_reaches_the_max(mean, top):
     n = 20000
-    integral = sum(survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
+    d = fit_lengths(mean, top, 0.01)
+    integral = sum(d.survival((i + 0.5) * top / n) for i in range(n)) * top / n
     assert integral == pytest.approx(mean, rel=2e-3)  # E[R] = integral of the survival function
-    m2 = sum(2 * ((i + 0.5) * top / n) * survival((i + 0.5) * top / n, mean, top) for i in range(n)) * top / n
-    assert m2 == pytest.approx(second_moment(mean, top), rel=5e-3)
-    assert survival(top * 0.999, mean, top) > 0 and survival(top, mean, top) == 0
+    m2 = sum(2 * ((i + 0.5) * top / n) * d.survival((i + 0.5) * top / n) for i in range(n)) * top / n
+    assert m2 == pytest.approx(d.second_moment(), rel=5e-3)
+    assert d.survival(top * 0.999) > 0 and d.survival(top) == 0
 
 
 def test_long_tail_grows_with_max_response_at_fixed_mean():
@@ -130,7 +133,8 @@ def test_eager_decode_step_by_hand():
     ctx_s, ctx_g = build_context(s), build_context(g)
     host = LAYERS * HOST_EAGER_S
     assert decode_step_seconds(ctx_g, 1, 1000) < host
-    assert decode_step_seconds(ctx_s, 1, 1000) == pytest.approx(host, rel=1e-12)
+    engine_cpu = 300e-6 + 10e-6  # the engine's own CPU time per step at batch 1 (both modes)
+    assert decode_step_seconds(ctx_s, 1, 1000) == pytest.approx(host + engine_cpu, rel=1e-12)
     big = decode_step_seconds(ctx_g, 512, 2000)
     assert big > host and decode_step_seconds(ctx_s, 512, 2000) == pytest.approx(big, rel=1e-12)
 
@@ -145,7 +149,7 @@ def test_batches_above_the_captured_sizes_launch_layer_by_layer():
     step = DecodeStep(ctx)
     assert step.graph_top == 512
     assert step.seconds(512, 100)[2] == 0.0
-    body, comm, launch = step.seconds(513, 100)
+    body, comm, launch, _ = step.seconds(513, 100)
     assert launch == pytest.approx(max(0.0, 24 * HOST_EAGER_S - body - comm), rel=1e-12) and launch > 0
 
 
@@ -195,3 +199,50 @@ def test_reward_engine_pays_eager_launches_only_for_small_steps():
     assert small["reward"].terms["host_launch"] > 0.0
     assert graphs["reward"].terms["host_launch"] == 0.0  # 128 <= the largest captured size
     assert small["reward"].terms["gemm_small_batch"] > big["reward"].terms["gemm_small_batch"]
+
+
+def test_eager_host_time_follows_the_kernel_count_of_each_layer_type():
+    """Dense layer 9 kernels; Qwen3-MoE layer 9 - 3 + 7 = 13; DeepSeek-V3: MLA adds 6 (15 per dense layer), its
+    MoE layer 15 - 3 + 7 + 3 (shared expert) = 22. At 400 us per 9 kernels: Qwen3-30B-A3B 48 x 13/9 x 0.4 ms =
+    27.7 ms; DeepSeek-V3 (3 dense + 58 MoE layers) (45 + 1276) / 9 x 0.4 ms = 58.7 ms per eager step."""
+    from calculator.inputs.presets import model_presets
+    from calculator.timing.rollout import host_step_seconds, kernels_per_layer
+
+    models = model_presets()
+    s = load_scenario(BASE)
+    qwen_moe, dsv3, dense = (models[m].architecture for m in ("qwen3-30b-a3b", "deepseek-v3", "qwen2.5-7b"))
+    assert kernels_per_layer(dense)[0] == 9  # (no MoE layers: the second value is unused)
+    assert kernels_per_layer(qwen_moe) == (9, 13)
+    assert kernels_per_layer(dsv3) == (15, 22)
+    assert host_step_seconds(s, dense) == pytest.approx(LAYERS * HOST_EAGER_S)
+    assert host_step_seconds(s, qwen_moe) == pytest.approx(48 * 13 / 9 * 400e-6)
+    assert host_step_seconds(s, dsv3) == pytest.approx((3 * 15 + 58 * 22) / 9 * 400e-6)
+
+
+def test_engine_cpu_time_per_step_grows_with_the_batch():
+    """decode_step_host_us 300 + 10 us x 256 sequences = 2.86 ms per step, whatever the model."""
+    from calculator.timing.rollout import engine_step_host_seconds
+
+    s = load_scenario(BASE)
+    assert engine_step_host_seconds(s, 256) == pytest.approx(2.86e-3)
+    assert engine_step_host_seconds(s, 0) == pytest.approx(0.3e-3)
+
+
+def test_tp_allreduce_latency_jumps_when_the_group_spans_nodes():
+    """In a node vLLM's custom all-reduce (8 us); a TP group larger than the node runs NCCL over the NIC (25 us)."""
+    from calculator.timing.rollout import tp_allreduce_latency_s
+
+    s = load_scenario(BASE)
+    assert tp_allreduce_latency_s(s, 8) == pytest.approx(8e-6)
+    assert tp_allreduce_latency_s(s, 16) == pytest.approx(25e-6)
+
+
+def test_rollout_long_tail_does_not_shrink_with_more_gpus():
+    """More replicas cut the sequences per replica, but the last wave still decodes the longest response one token
+    at a time: the long tail stays while the steady part shrinks."""
+    ov = {"data.max_response_length": 8192, "data.mean_response_length": 1500}
+    _, t8 = times(ov)
+    _, t32 = times({**ov, "hardware.num_gpus": 32})
+    tail8, tail32 = t8["rollout"].terms["long_tail"], t32["rollout"].terms["long_tail"]
+    assert tail32 > 0.5 * tail8
+    assert t32["rollout"].seconds > t8["rollout"].seconds / 4  # far from linear scaling

@@ -86,3 +86,17 @@ def test_tradeoff_explicit_current_and_chinese_labels(points):
     assert fig.data[-1].name == "当前配置"
     assert (fig.data[-1].x[0], fig.data[-1].y[0]) == (other.peak_gib_per_gpu, other.step_s)
     assert "显存" in fig.layout.xaxis.title.text
+
+
+def test_mechanism_bars_carry_their_formula_in_the_hover():
+    """Issue 15: each mechanism's bar shows its formula and inputs (``time.term_formulas``) on hover."""
+    r = estimate(load_scenario(BASE))
+    fig = step_time_figure(r)
+    bars = {tr.name: tr for tr in fig.data if tr.legendgroup == "terms"}
+    for name in ("dispatch", "engine_host", "per_tensor_overhead", "dp_straggler"):
+        assert name in bars, name
+        assert "%{customdata}" in bars[name].hovertemplate
+        texts = [c for c in bars[name].customdata if c]
+        assert texts, name
+    sync = list(r.time.phases_s).index("weight_sync")
+    assert "checkpoint tensors" in bars["per_tensor_overhead"].customdata[sync]

@@ -12,13 +12,19 @@ from calculator.inputs.scenario import MegatronSection
 
 # Added with '+' into the engine_kwargs pass-through dict (default {}): no default to copy.
 NO_DEFAULT = {"actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype"}
+# Megatron-core optimizer overrides, added with '+' into optim.override_optimizer_config (absent by default).
+MEGATRON_NO_DEFAULT = {
+    f"{role}.optim.override_optimizer_config.{f}"
+    for role in ("actor_rollout_ref.actor", "critic")
+    for f in ("optimizer_cpu_offload", "optimizer_offload_fraction")
+}
 
 
 @pytest.mark.parametrize("engine", ["fsdp", "megatron"])
 def test_every_mapped_key_of_the_engine_has_a_default(engine: str):
     defaults = V.verl_defaults(engine)
     missing = {km.verl for km in V.KEY_MAPS if engine in km.engines and km.verl not in defaults}
-    assert missing == NO_DEFAULT
+    assert missing == NO_DEFAULT | (MEGATRON_NO_DEFAULT if engine == "megatron" else set())
 
 
 def test_required_and_interpolated_values_are_kept_as_text():

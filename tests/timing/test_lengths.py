@@ -1,0 +1,93 @@
+"""The response-length distribution (calculator/timing/lengths.py): a log-normal clipped at the max with the
+requested mean and share truncated, and the data-parallel straggler factor that follows from its spread."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calculator.timing.lengths import MAX_TRUNCATED_TOKEN_SHARE, fit_lengths, straggler_factor
+
+
+def test_the_max_is_the_one_minus_clip_quantile():
+    d = fit_lengths(900, 3840, 0.01)
+    assert d.survival(3840 * (1 - 1e-9)) == pytest.approx(0.01, rel=1e-6)  # P(R >= max) = clip ratio
+    assert d.survival(3840) == 0.0 and d.survival(0) == 1.0
+    assert d.clip == 0.01  # 0.01 x 3840 = 38 tokens of the 900 mean: under the 10% cap
+
+
+def test_mean_equals_max_is_a_point_mass():
+    d = fit_lengths(3840, 3840, 0.01)
+    assert d.sigma == 0.0 and d.cv() == 0.0
+    assert d.survival(3839) == 1.0 and d.second_moment() == 3840**2
+
+
+def test_a_short_mean_under_a_long_max_lowers_the_clip_ratio():
+    """500 of 20,480 at 1% truncated would put 20480 x 0.01 / 500 = 41% of the tokens in clipped responses; the
+    cap keeps that at 10%: clip = 0.1 x 500 / 20480 = 0.00244."""
+    d = fit_lengths(500, 20480, 0.01)
+    assert d.clip == pytest.approx(MAX_TRUNCATED_TOKEN_SHARE * 500 / 20480)
+    assert d.survival(20480 * (1 - 1e-9)) == pytest.approx(d.clip, rel=1e-6)
+
+
+def test_more_truncation_at_the_same_mean_means_a_wider_spread():
+    """Fixing the mean and raising the share at the max must pull the rest of the mass down: larger CV."""
+    narrow, wide = fit_lengths(2000, 8192, 0.01), fit_lengths(2000, 8192, 0.1)
+    assert wide.cv() > narrow.cv()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    top=st.integers(min_value=64, max_value=65536),
+    frac=st.floats(min_value=0.05, max_value=0.99),
+    clip=st.floats(min_value=0.001, max_value=0.5),
+)
+def test_fitted_mean_is_the_requested_mean(top, frac, clip):
+    """E[min(R, max)] = ∫ survival; checked with the closed form of the clipped log-normal's mean:
+    e^{μ+σ²/2}·Φ((ln max - μ - σ²)/σ) + max·clip."""
+    mean = frac * top
+    d = fit_lengths(mean, top, clip)
+    s = d.sigma
+    phi = 0.5 * (1 + math.erf((math.log(top) - d.mu - s * s) / s / math.sqrt(2)))
+    assert math.exp(d.mu + s * s / 2) * phi + top * d.clip == pytest.approx(mean, rel=1e-6)
+    assert 0 <= d.cv() and d.second_moment() >= mean * mean * (1 - 1e-9)
+
+
+def test_straggler_factor_by_hand():
+    """cv 0.5, 16 sequences per rank, 8 ranks: 1 + 0.5 / 4 x sqrt(2 ln 8) = 1 + 0.125 x 2.0393 = 1.2549."""
+    assert straggler_factor(0.5, 16, 8) == pytest.approx(1.2549, abs=1e-4)
+    assert straggler_factor(0.5, 16, 1) == 1.0 and straggler_factor(0.0, 16, 8) == 1.0
+    # more sequences per rank average the spread out; more ranks make the slowest one slower
+    assert straggler_factor(0.5, 64, 8) < straggler_factor(0.5, 16, 8) < straggler_factor(0.5, 16, 64)
+
+
+def test_histogram_replaces_the_fit():
+    """'500:30, 2000:50, 4096:20': mean (15000 + 100000 + 81920) / 100 = 1969.2; P(R > 1000) = 0.7; the last wave
+    ends at the longest bin (4096), not at the max."""
+    from calculator import load_scenario
+    from calculator.timing.rollout import length_distribution
+
+    s = load_scenario(
+        None, overrides={"data.max_response_length": 8192, "data.response_length_histogram": "500:30, 2000:50, 4096:20"}
+    )
+    assert s.data.mean_response_length == 1969  # filled from the histogram
+    d = length_distribution(s, 1969)
+    assert d.mean == pytest.approx(1969.2) and d.survival(1000) == pytest.approx(0.7) and d.longest == 4096
+    m2 = (30 * 500**2 + 50 * 2000**2 + 20 * 4096**2) / 100
+    assert d.second_moment() == pytest.approx(m2)
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [("x", "not 'length:count'"), ("500:3, 9000:1", "max_response_length"), ("500:0", "add up to 0")],
+)
+def test_bad_histograms_are_refused_with_the_field_named(text, needle):
+    from calculator import load_scenario
+    from calculator.errors import InputError
+
+    with pytest.raises(InputError, match="response_length_histogram") as e:
+        load_scenario(None, overrides={"data.max_response_length": 4096, "data.response_length_histogram": text})
+    assert needle in str(e.value)

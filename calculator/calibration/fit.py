@@ -32,8 +32,10 @@ Identifiability: a field is fitted only if the log can see it and tell it apart 
 New efficiency fields are fitted by adding a :class:`FitParam` line to ``FIT_PARAMS``. Not listed on purpose:
 ``nvlink_efficiency`` / ``network_efficiency``: the phase that shows them most, ``timing_s/update_weights``
 (``checkpoint_manager.update_weights`` in verl 0.9.1's ``ray_trainer.py``), also holds the rollout's wake-up and
-resume, which the model has no term for, so a fit would push the bandwidths to their bound and distort the FSDP
-terms of every other phase; a weight-sync fixed-overhead field, once the time model has one, is the thing to fit.
+resume, so a fit would push the bandwidths to their bound and distort the FSDP terms of every other phase; the
+weight sync's fixed part (``engine_wake_sleep_s``) is fitted instead. ``decode_step_host_us``: one rollout timer
+cannot separate it from ``decode_hbm_efficiency`` (both scale the decode steps); ``phase_fixed_overhead_s``: in a
+log of one scale it moves every phase with the rates (a log at several GPU counts could separate it).
 What it leaves out: cross-step variation of the lengths (the prediction uses the logged means), phases the model
 does not have (``adv``, rule-based ``reward``), and correlations between phases beyond the shared fields.
 """
@@ -89,6 +91,13 @@ FIT_PARAMS: tuple[FitParam, ...] = (
         10.0,
         20_000.0,
         "CPU time per layer of an eager decode step",
+    ),
+    FitParam(
+        "efficiency.engine_wake_sleep_s",
+        ("weight_sync",),
+        0.05,
+        600.0,
+        "rollout engine wake-up / sleep around the weight sync (timing_s/update_weights holds it)",
     ),
 )
 

@@ -42,6 +42,7 @@ from calculator.planning.sweep import (
     point_of,
     sweep_settings,
 )
+from calculator.timing.overheads import add_overheads
 from calculator.timing.step import PHASE_TIMERS
 from calculator.units import GIB_BYTES
 
@@ -85,7 +86,7 @@ class _Combiner:
         key = (id(t), es.tp, es.weight_bytes_per_param)
         if key not in self._sync_s:
             pair = replace(t.ev.ctx, r=replace(t.ev.ctx.r, rollout=es))
-            self._sync_s[key] = PHASE_TIMERS[name](pair).seconds
+            self._sync_s[key] = add_overheads(pair, name, PHASE_TIMERS[name](pair)).seconds  # as step.phase_times
         return self._sync_s[key]
 
     def _seconds(self, t: _Side, e: _Side) -> dict[str, float]:

@@ -32,8 +32,10 @@ def synthetic_log(scenario_id: str = "qwen2.5-7b-grpo-8xh100") -> str:
 
 def test_fit_recovers_the_efficiencies_that_generated_the_log() -> None:
     c = calibrate(load_scenario("qwen2.5-7b-grpo-8xh100"), summarize(parse_log(synthetic_log())))
+    # within 6 %: the prior pulls toward the defaults in proportion to how little a phase moves with its field; the
+    # rollout also holds terms HBM efficiency does not touch (engine CPU per step, dispatch), so its pull is larger
     for field, value in TRUTH.items():
-        assert c.fitted[field] == pytest.approx(value, rel=0.04), field
+        assert c.fitted[field] == pytest.approx(value, rel=0.06), field
     assert c.lengths == {"mean_prompt_length": 300, "mean_response_length": 500}
     assert all(abs(r) < 0.03 for r in c.residuals.values())
     assert all(abs(r) > 0.1 for r in c.residuals_before.values())  # the defaults were 15-40 % off
@@ -68,7 +70,9 @@ def test_weight_sync_with_unmodelled_wake_up_does_not_pull_the_rollout_fit() -> 
     # 10 s sync against a predicted ~0.1 s must leave decode_hbm_efficiency where the rollout puts it
     text = "\n".join(line + " - timing_s/update_weights:10.0" for line in synthetic_log().splitlines())
     c = calibrate(load_scenario("qwen2.5-7b-grpo-8xh100"), summarize(parse_log(text)))
-    assert c.fitted["efficiency.decode_hbm_efficiency"] == pytest.approx(0.5, rel=0.04)
+    assert c.fitted["efficiency.decode_hbm_efficiency"] == pytest.approx(0.5, rel=0.06)
     sync = next(p for p in c.phases if p.name == "weight_sync")
-    assert sync.ratio is not None and sync.ratio > 50 and c.residuals["weight_sync"] > 50
+    # the sync's fixed part is a fitted field: the 10 s go to engine_wake_sleep_s, not to the rollout's rates
+    assert sync.ratio is not None and sync.ratio > 1.5
+    assert c.fitted["efficiency.engine_wake_sleep_s"] > 2 * 2.0  # default 2 s
     assert "efficiency.prefill_mfu" in c.refused and "cannot be separated" in c.refused["efficiency.prefill_mfu"]

@@ -57,6 +57,12 @@ NEMO_GRPO = {
     "actor.use_dynamic_bsz": True,
     "actor.ppo_max_token_len_per_gpu": 4096,
     "actor.strategy": "megatron",
+    # Colocated NeMo RL moves the Megatron policy's weights and optimizer to the host around generation
+    # (nemo_rl/algorithms/grpo.py refit_policy_generation: policy.offload_before_refit / offload_after_refit),
+    # which verl spells param_offload + optimizer_offload: without it the fp32 optimizer shards and grad buffer
+    # stay resident when vLLM starts (calculator/memory/training.py) and the engine could not start.
+    "actor.megatron.param_offload": True,
+    "actor.megatron.optimizer_offload": True,
     "hardware.gpu": "h100-80gb",
 }
 

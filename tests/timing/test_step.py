@@ -221,6 +221,9 @@ def test_phases_sum_to_step_and_are_finite(d):
         assume(False)
     t = estimate(s).time
     assert t is not None
+    if t.step_s is None:  # the rollout engine cannot start: no step time, and the report says why (DESIGN 6.5)
+        assert t.reason and t.phases_s["rollout"] is None
+        return
     assert math.isfinite(t.step_s) and t.step_s > 0
     assert t.step_s == pytest.approx(sum(t.phases_s.values()), rel=1e-9)
     for p in t.phases_s:
@@ -311,7 +314,9 @@ def test_offload_never_makes_a_step_faster(d, offload):
         off = load_scenario(d, overrides=offload)
     except InputError:
         assume(False)
-    assert estimate(off).time.step_s >= estimate(base).time.step_s * (1 - 1e-12)
+    # the time model's own seconds (estimate() has no step time when the engine cannot start, which offload
+    # can change: that is the verdict's business, not the time model's)
+    assert step_time(build_context(off)).step_s >= step_time(build_context(base)).step_s * (1 - 1e-12)
 
 
 # ---- per-micro-batch costs -------------------------------------------------------------------------

@@ -12,12 +12,9 @@ from calculator.inputs.scenario import MegatronSection
 
 # Added with '+' into the engine_kwargs pass-through dict (default {}): no default to copy.
 NO_DEFAULT = {"actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype"}
-# Megatron-core optimizer overrides, added with '+' into optim.override_optimizer_config (absent by default).
-MEGATRON_NO_DEFAULT = {
-    f"{role}.optim.override_optimizer_config.{f}"
-    for role in ("actor_rollout_ref.actor", "critic")
-    for f in ("optimizer_cpu_offload", "optimizer_offload_fraction")
-}
+# Megatron-core optimizer overrides (added with '+' into optim.override_optimizer_config, absent from verl's
+# config) take Megatron-core OptimizerConfig's defaults, which calculator/verl/defaults.py copies from the section.
+MEGATRON_NO_DEFAULT: set[str] = set()
 
 
 @pytest.mark.parametrize("engine", ["fsdp", "megatron"])

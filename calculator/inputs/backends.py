@@ -70,6 +70,36 @@ class MegatronSection(_Frozen):
     use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
     param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
     optimizer_offload: bool = Field(default=False, description="Offload optimizer state while idle.")
+    grad_offload: bool = Field(
+        default=False,
+        description="verl 0.7.1-0.9.0 megatron.grad_offload (removed from the 0.9.1 config; 0.9.0 "
+        "workers/engine/megatron/transformer_impl.py:198 _is_offload_grad): move the grad buffer to CPU while idle.",
+    )
+    optimizer_cpu_offload: bool = Field(
+        default=False,
+        description="verl: +optim.override_optimizer_config.optimizer_cpu_offload (Megatron-core OptimizerConfig, "
+        "passed through by verl utils/megatron/optimizer.py init_megatron_optim_config): hybrid CPU optimizer "
+        "holding the offloaded share of fp32 master + Adam states on CPU and stepping it there.",
+    )
+    optimizer_offload_fraction: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="verl: +optim.override_optimizer_config.optimizer_offload_fraction (Megatron-core): share of "
+        "the optimizer (master params + Adam states) kept and stepped on CPU when optimizer_cpu_offload; "
+        "1.0 = all (verl's DeepSeek scripts, OFFLOAD_FRACTION).",
+    )
+    overlap_cpu_optimizer_d2h_h2d: bool = Field(
+        default=False,
+        description="verl: +optim.override_optimizer_config.overlap_cpu_optimizer_d2h_h2d (Megatron-core): overlap "
+        "the hybrid CPU optimizer's grad D2H / param H2D copies with compute (time, not memory).",
+    )
+    use_precision_aware_optimizer: bool = Field(
+        default=False,
+        description="verl 0.9: optim.use_precision_aware_optimizer (older: +optim.override_optimizer_config."
+        "use_precision_aware_optimizer; verl utils/megatron/optimizer.py): grads and Adam moments follow "
+        "optim.main_grads_dtype / exp_avg_dtype / exp_avg_sq_dtype (fp32 by default) instead of fp32.",
+    )
     recompute_granularity: Literal["full", "selective"] | None = Field(
         default=None,
         description="verl: megatron.override_transformer_config.recompute_granularity (Megatron-core activation "

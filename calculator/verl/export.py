@@ -39,7 +39,7 @@ from calculator.verl.fields import (
 )
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
-from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, KeyMap
+from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, PLUS_KEYS, KeyMap
 
 
 @dataclass
@@ -66,7 +66,8 @@ class _Field:
     defaults: dict[str, Any]  # verl's defaults for the engine
 
     def item(self, value: Any, key: str | None = None) -> list[Item]:
-        return [(self.km.group, key or self.km.verl, value)]
+        verl = f"+{self.km.verl}" if self.km.verl in PLUS_KEYS else self.km.verl  # Hydra appends with '+'
+        return [(self.km.group, key or verl, value)]
 
 
 def _critic_strategy(f: _Field) -> list[Item]:

@@ -47,10 +47,36 @@ NESTED_FIELDS: dict[str, str] = {
 }
 
 
+# Megatron optimizer settings rlplan keeps in the megatron section but verl reads from the role's ``optim``
+# (verl utils/megatron/optimizer.py init_megatron_optim_config passes override_optimizer_config through to
+# Megatron-core's OptimizerConfig). Paths are relative to the role (actor_rollout_ref.actor / critic).
+MEGATRON_OPTIM_FIELDS: dict[str, str] = {
+    "use_precision_aware_optimizer": "optim.use_precision_aware_optimizer",
+    **{
+        f: f"optim.override_optimizer_config.{f}"
+        for f in ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
+    },
+}
+
+
+def megatron_verl_key(role: str, field_name: str) -> str:
+    """verl key of a MegatronSection field for ``role`` (``actor_rollout_ref.actor`` or ``critic``)."""
+    if field_name in MEGATRON_OPTIM_FIELDS:
+        return f"{role}.{MEGATRON_OPTIM_FIELDS[field_name]}"
+    return f"{role}.megatron.{NESTED_FIELDS.get(field_name, field_name)}"
+
+
 def _section(native_prefix: str, verl_prefix: str, model: type[BaseModel], group: str, engines: tuple[str, ...]):
     return tuple(
         KeyMap(f"{native_prefix}.{f}", f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}", group, engines)
         for f in model.model_fields
+    )
+
+
+def _megatron_section(native_prefix: str, role: str, group: str):
+    return tuple(
+        KeyMap(f"{native_prefix}.{f}", megatron_verl_key(role, f), group, MEGATRON_ONLY)
+        for f in MegatronSection.model_fields
     )
 
 
@@ -96,7 +122,7 @@ KEY_MAPS: tuple[KeyMap, ...] = (
     KeyMap("actor.optim.optimizer", f"{_A}.optim.optimizer", "actor"),
     KeyMap("actor.optim.lr", f"{_A}.optim.lr", "actor"),
     *_section("actor.fsdp_config", f"{_A}.fsdp_config", FsdpSection, "actor", FSDP_ONLY),
-    *_section("actor.megatron", f"{_A}.megatron", MegatronSection, "actor", MEGATRON_ONLY),
+    *_megatron_section("actor.megatron", _A, "actor"),
     # rollout
     KeyMap("rollout.name", f"{_R}.name", "rollout"),
     KeyMap("rollout.n", f"{_R}.n", "rollout"),
@@ -145,7 +171,7 @@ KEY_MAPS: tuple[KeyMap, ...] = (
     KeyMap("critic.enable_gradient_checkpointing", "critic.model.enable_gradient_checkpointing", "critic"),
     KeyMap("critic.lora_rank", "critic.model.lora_rank", "critic"),
     *_section("critic.fsdp", "critic.fsdp", FsdpSection, "critic", FSDP_ONLY),
-    *_section("critic.megatron", "critic.megatron", MegatronSection, "critic", MEGATRON_ONLY),
+    *_megatron_section("critic.megatron", "critic", "critic"),
     # reward model (verl 0.9.1 moved it under reward.reward_model; the top-level reward_model.* is legacy)
     KeyMap("reward_model.enable", "reward.reward_model.enable", "reward"),
     KeyMap("reward_model.model_path", "reward.reward_model.model_path", "reward"),
@@ -201,6 +227,9 @@ ALIASES: dict[str, str] = {
     f"{_R}.update_weights_bucket_megabytes": "rollout.update_weights_bucket_megabytes",  # verl <= 0.7 layout
     f"{_R}.engine_kwargs.sglang.kv_cache_dtype": "rollout.kv_cache_dtype",
     "critic.fsdp.strategy": "critic.strategy",
+    # verl < 0.9 had no optim.use_precision_aware_optimizer key: scripts pass it through to Megatron-core.
+    f"{_A}.optim.override_optimizer_config.use_precision_aware_optimizer": "actor.megatron.use_precision_aware_optimizer",
+    "critic.optim.override_optimizer_config.use_precision_aware_optimizer": "critic.megatron.use_precision_aware_optimizer",
     "reward_model.enable": "reward_model.enable",
     "reward_model.model.path": "reward_model.model_path",
     "reward_model.enable_resource_pool": "reward_model.enable_resource_pool",
@@ -347,7 +376,22 @@ DEPRECATED_MICRO_KEYS: dict[str, str] = {
 
 # Keys that exist in neither generated config and need Hydra's ``+`` to be added.
 PLUS_KEYS: frozenset[str] = frozenset(
-    {f"{_R}.engine_kwargs.vllm.kv_cache_dtype", f"{_R}.engine_kwargs.sglang.kv_cache_dtype"}
+    {
+        f"{_R}.engine_kwargs.vllm.kv_cache_dtype",
+        f"{_R}.engine_kwargs.sglang.kv_cache_dtype",
+        *(
+            megatron_verl_key(role, f)
+            for role in (_A, "critic")
+            for f, path in MEGATRON_OPTIM_FIELDS.items()
+            if ".override_optimizer_config." in path
+        ),
+    }
+)
+# Megatron fields whose verl key is absent from verl 0.9.1's generated Megatron config: the
+# override_optimizer_config pass-through ('+' keys) and megatron.grad_offload (in the 0.7.1-0.9.0 configs,
+# removed in 0.9.1).
+MEGATRON_ABSENT_FIELDS: frozenset[str] = frozenset(
+    {"grad_offload", *(f for f, p in MEGATRON_OPTIM_FIELDS.items() if ".override_optimizer_config." in p)}
 )
 
 # model.target_modules: rlplan's short names <-> the module lists verl/PEFT accept.

@@ -49,6 +49,22 @@ NOT_IN_YAML: dict[str, str] = {
         f"critic.model.fsdp_config.{f}": "import alias for the older critic layout (0.9.1 uses critic.fsdp.*)"
         for f in V.FsdpSection.model_fields
     },
+    **{
+        k: "added with '+' into the Megatron optim.override_optimizer_config pass-through dict (default {}); "
+        "utils/megatron/optimizer.py init_megatron_optim_config copies it into Megatron-core's OptimizerConfig"
+        for k in V.PLUS_KEYS
+        if ".override_optimizer_config." in k
+    },
+    **{
+        f"{role}.optim.override_optimizer_config.use_precision_aware_optimizer": "import alias for verl < 0.9 "
+        "scripts (0.9 has optim.use_precision_aware_optimizer)"
+        for role in ("actor_rollout_ref.actor", "critic")
+    },
+    **{
+        f"{role}.megatron.grad_offload": "in the 0.7.1-0.9.0 Megatron configs, removed in 0.9.1; modelled for "
+        "scripts written for those releases"
+        for role in ("actor_rollout_ref.actor", "critic")
+    },
 }
 
 # Scenario fields whose default is not verl's, and why.
@@ -160,7 +176,8 @@ def test_alias_and_deprecated_keys_exist(generated):
     assert not missing, missing
     for k in V.PLUS_KEYS:  # the '+' keys go into an existing, empty pass-through dict
         parent = k.rsplit(".", 1)[0]
-        assert generated["fsdp"][parent] == {}, parent
+        engine = "megatron" if ".override_optimizer_config." in k else "fsdp"
+        assert generated[engine][parent] == {}, parent
 
 
 def test_verl_defaults_table_matches_the_wheel(generated):

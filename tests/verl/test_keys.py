@@ -19,8 +19,8 @@ def test_native_verl_inverse():
 
 
 def test_aliases_point_at_mapped_fields():
-    """Older or duplicate verl spellings (23 of them) import into the same Scenario fields."""
-    assert len(V.ALIASES) == 23
+    """Older or duplicate verl spellings (25 of them) import into the same Scenario fields."""
+    assert len(V.ALIASES) == 25
     for verl_key, native in V.ALIASES.items():
         assert V.native_field_exists(native), (verl_key, native)
         assert V.verl_to_native(verl_key) == native

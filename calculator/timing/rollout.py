@@ -230,7 +230,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
     note = "" if c_kv > 0 else " KV cache holds no full sequence: time shown for one sequence at a time."
     formula = (
         f"{ctx.r.num_replicas} replicas x TP {step.tp}; {seqs} sequences per replica, "
-        f"concurrency {c_kv} (KV {ctx.rollout.kv_tokens:,} tokens, max_num_seqs {s.rollout.max_num_seqs}). "
+        f"concurrency {c_kv} (KV {ctx.rollout.kv_tokens:,} tokens, max_num_seqs {ctx.r.rollout.max_num_seqs}). "
         f"Prefill {seqs} x {prompt} tokens at {s.efficiency.prefill_mfu:.0%} of {step.tp} x "
         f"{ctx.gpu.training_tflops:g} TFLOPS = {fmt_s(prefill_s)}. Decode step at batch {wave}: max(("
         f"{w_gib:.2f} GiB weights + KV {wave} x {steady_ctx:.0f} tok x {step.kv_per_token:,} B) / "

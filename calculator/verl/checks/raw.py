@@ -16,9 +16,8 @@ from calculator.verl.checks.problem import SRC_ACTOR_POST, SRC_CRITIC_POST, SRC_
 
 
 def check_raw_config(given: dict[str, Any], resolver: Any, engine: str, version: str = "0.9") -> list[ConfigProblem]:
-    """Checks that need the raw verl keys: the deprecated global micro-batch sizes (a Scenario only has the
-    ``*_per_gpu`` ones). ``resolver.value(key)`` resolves a verl key (interpolations, verl defaults). The
-    engine releases (0.8.0+) reject a global key alone; the legacy ones convert it (calculator.verl.legacy)."""
+    """The deprecated global micro-batch sizes (a Scenario only has the ``*_per_gpu`` ones); ``resolver.value``
+    resolves a verl key. Engine releases (0.8.0+) reject a global key alone; legacy ones convert it (verl.legacy)."""
     engine_release = behaviour(version).worker_impl == "engine"
 
     def rv(key: str, default: Any = None) -> Any:

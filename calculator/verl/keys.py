@@ -283,7 +283,33 @@ IGNORED_PREFIXES: tuple[str, ...] = (
     "trainer.ray_wait_register_center_timeout",
     "trainer.esi_redundant_time",
     "trainer.checkpoint_callback_class",
-    f"{_A}.optim.",
+    # optimizer hyper-parameters: no effect on memory or time (the optimizer and its Megatron offload
+    # settings are mapped; other optim keys, e.g. Megatron's exp_avg_dtype, are reported as not modelled)
+    *(
+        f"{_A}.optim.{k}"
+        for k in (
+            "_target_",
+            "lr_warmup_steps_ratio",
+            "lr_warmup_steps",
+            "total_training_steps",
+            "weight_decay",
+            "betas",
+            "clip_grad",
+            "min_lr_ratio",
+            "min_lr",
+            "num_cycles",
+            "lr_scheduler_type",
+            "lr_decay_style",
+            "lr_decay_steps",
+            "lr_warmup_init",
+            "weight_decay_incr_style",
+            "zero_indexed_step",
+            "warmup_style",
+            "optimizer_impl",
+            "override_optimizer_config",
+            "use_checkpoint_opt_param_scheduler",
+        )
+    ),
     f"{_A}.clip_ratio",
     f"{_A}.clip_ratio_low",
     f"{_A}.clip_ratio_c",

@@ -130,3 +130,13 @@ def test_megatron_deepseek_script_arithmetic_and_plus_keys():
     m = s.actor.megatron
     assert (m.tensor_model_parallel_size, m.pipeline_model_parallel_size) == (8, 12)
     assert m.optimizer_cpu_offload and m.optimizer_offload_fraction == 1.0 and m.grad_offload
+
+
+def test_optim_keys_are_no_longer_dropped_silently():
+    """The blanket actor.optim.* ignore is gone: hyper-parameters are listed as irrelevant, the rest is reported."""
+    _, notes = load_scenario_with_warnings(
+        PRESET, None, "actor_rollout_ref.actor.optim.weight_decay=0.1\nactor_rollout_ref.actor.optim.exp_avg_dtype=bf16"
+    )
+    text = "\n".join(notes)
+    assert "actor_rollout_ref.actor.optim.exp_avg_dtype" in text and "not modelled" in text
+    assert "weight_decay" not in text

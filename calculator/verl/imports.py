@@ -21,8 +21,9 @@ from calculator.inputs.readers import RefusedInput, read_file_text, read_json_te
 from calculator.verl.checks.raw import check_raw_config
 from calculator.verl.defaults import _FSDP_ONLY_KEYS, _MEGATRON_ONLY_KEYS, _MISSING, verl_defaults
 from calculator.verl.fields import _resolved_or_none, _to_native, native_default, native_field_exists
+from calculator.verl.ignored import classify
 from calculator.verl.interpolate import _hydra_parse, _parse_scalar, _Resolver
-from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, IGNORED_PREFIXES, verl_to_native
+from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, verl_to_native
 from calculator.verl.legacy import convert_global_micro, release_defaults, reset_inherited_means
 from calculator.verl.shell import _RLPLAN_LINE, SCRIPT, _parse_script, _Unresolved
 
@@ -52,7 +53,7 @@ def _known(key: str) -> bool:
         verl_to_native(key) is not None
         or key in DEPRECATED_MICRO_KEYS
         or key in ("trainer.n_gpus_per_node", "critic.ulysses_sequence_parallel_size")
-        or any(key.startswith(p) for p in IGNORED_PREFIXES)
+        or classify(key) is not None
     )
 
 
@@ -80,6 +81,7 @@ class _Import:
     notes: list[str] = field(default_factory=list)
     natives: dict[str, Any] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
+    not_modelled: list[tuple[str, str]] = field(default_factory=list)  # (key, likely effect on memory / time)
 
     def note(self, text: str, *, always: bool = False) -> None:
         if always or not self.quiet:
@@ -153,7 +155,10 @@ def _map_key(imp: _Import, key: str, raw: Any) -> None:
         return
     native = verl_to_native(key)
     if native is None or native == "actor.strategy":
-        if native is None and not _known(key):
+        kind = classify(key) if native is None else None
+        if kind is not None and kind[0] == "not_modelled":
+            imp.not_modelled.append((key, kind[1]))
+        elif native is None and not _known(key):
             imp.unknown.append(key)
         if key in _STRATEGY_KEYS:
             _strategy_key(imp, key)
@@ -223,6 +228,14 @@ def _rlplan_settings(imp: _Import, rlplan: list[tuple[str, str]]) -> None:
 
 
 def _unknown_note(imp: _Import) -> None:
+    if imp.source == "script":
+        imp.notes += [f"verl {k}: not modelled; likely effect: {effect}" for k, effect in imp.not_modelled]
+    elif imp.not_modelled:
+        imp.note(
+            f"verl config: {len(imp.not_modelled)} keys rlplan does not model (e.g. "
+            + ", ".join(k for k, _ in imp.not_modelled[:6])
+            + "); at verl's defaults they change nothing rlplan estimates"
+        )
     if not imp.unknown:
         return
     if imp.source == "yaml" and len(imp.unknown) > 12:

@@ -224,6 +224,9 @@ IRRELEVANT: dict[str, str] = {
             "reward.reward_model._target_",
             "reward_model.reward_manager",
             "reward_model.reward_loop_",
+            "reward_model.reward_kwargs.",
+            "reward.reward_kwargs.",
+            "reward_model.use_reward_loop",
             "reward_model.model.external_lib",
             "reward_model.model.trust_remote_code",
             "sandbox_fusion.",
@@ -265,6 +268,13 @@ NOT_MODELLED: dict[str, str] = {
     f"{_R}.scheduling_policy": "vLLM scheduling policy: rollout time",
     "algorithm.filter_groups": "DAPO dynamic sampling regenerates batches until enough groups pass: more rollout "
     "time per step",
+    "trainer.use_legacy_worker_impl": "picks the legacy or engine workers: rlplan follows the verl_version's "
+    "default worker (calculator/resolve/versions.py worker_impl)",
+    **_each(
+        _ENGINE_SECTIONS,
+        ("mixed_precision.",),
+        "FSDP mixed-precision dtypes: rlplan assumes bf16 compute, fp32 reduce (verl's default)",
+    ),
     "trainer.balance_batch": "token balancing across DP ranks: rlplan assumes balanced micro-batches",
     "trainer.critic_warmup": "steps that train only the critic: those steps skip update_actor",
     "reward.num_workers": "reward workers on the CPU: reward time",

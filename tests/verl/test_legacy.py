@@ -140,3 +140,13 @@ def test_optim_keys_are_no_longer_dropped_silently():
     text = "\n".join(notes)
     assert "actor_rollout_ref.actor.optim.exp_avg_dtype" in text and "not modelled" in text
     assert "weight_decay" not in text
+    # seen in verl's example scripts (b178a3cd56f5): worker choice and FSDP mixed precision are reported
+    _, notes = load_scenario_with_warnings(
+        PRESET,
+        None,
+        "trainer.use_legacy_worker_impl=disable\n"
+        "+actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32\n"
+        "reward_model.reward_kwargs.max_resp_len=4096",
+    )
+    assert sum("not modelled; likely effect" in n for n in notes) == 2
+    assert not any("reward_kwargs" in n for n in notes)

@@ -13,8 +13,8 @@
 * Means that were inherited: a script that sets ``data.max_*_length`` but no mean resets the base
   scenario's mean to null (= the max, DESIGN.md 6.3), and says so.
 
-Left out: Megatron's legacy worker normalisation (it divides by its own DP size, not modelled here: the
-FSDP rule is applied and the note says so).
+Under Megatron the legacy worker divides by Megatron's data-parallel size, world // (TP x PP x CP)
+(0.7.1 ``workers/megatron_workers.py``:356-368).
 """
 
 from __future__ import annotations
@@ -46,6 +46,21 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _data_parallel(natives: dict[str, Any], role: str, gpus: int, sp: int) -> tuple[int, str]:
+    """Data-parallel ranks the legacy worker divides by: FSDP world // Ulysses SP; Megatron
+    mpu.get_data_parallel_world_size() = world // (TP x PP x CP) (0.7.1 megatron_workers.py:358-368, :1056)."""
+    section = "critic" if role == "critic" else "actor"
+    strategy = natives.get(f"{section}.strategy") or natives.get("actor.strategy")
+    if strategy != "megatron":
+        return max(1, gpus // sp), f"world size {gpus} // Ulysses SP {sp}"
+    sizes = [
+        _int(natives.get(f"{section}.megatron.{k}_parallel_size")) or 1
+        for k in ("tensor_model", "pipeline_model", "context")
+    ]
+    model_parallel = sizes[0] * sizes[1] * sizes[2]
+    return max(1, gpus // model_parallel), f"Megatron DP = world size {gpus} // (TP x PP x CP {model_parallel})"
+
+
 def convert_global_micro(
     given: dict[str, Any], value_of: Any, natives: dict[str, Any], version: str, num_gpus: int
 ) -> list[str]:
@@ -60,14 +75,13 @@ def convert_global_micro(
         per_gpu_key = old + "_per_gpu"
         if glob is None or (per_gpu_key in given and value_of(per_gpu_key) is not None):
             continue  # not given, or both given (verl's "set both" error, calculator.verl.checks.raw)
-        sp = _int(value_of(sp_key)) or 1
-        dp = max(1, gpus // sp)
+        dp, how = _data_parallel(natives, native.split(".")[0], gpus, _int(value_of(sp_key)) or 1)
         per_gpu = glob // dp
         natives[native] = per_gpu
         warn = "" if per_gpu > 0 else " (0: verl's later asserts fail; raise the global value)"
         notes.append(
             f"{old}={glob} (deprecated global micro-batch) converted the way verl {version}'s legacy worker does: "
-            f"{glob} // (world size {gpus} // Ulysses SP {sp}) = {per_gpu} sequences per GPU -> {native}{warn}; "
+            f"{glob} // ({how}) = {per_gpu} sequences per GPU -> {native}{warn}; "
             f"unlike the mini-batch, it is not multiplied by rollout.n [{_SRC}]"
         )
     return notes

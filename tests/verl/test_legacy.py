@@ -150,3 +150,16 @@ def test_optim_keys_are_no_longer_dropped_silently():
     )
     assert sum("not modelled; likely effect" in n for n in notes) == 2
     assert not any("reward_kwargs" in n for n in notes)
+
+
+def test_legacy_megatron_divides_by_megatron_data_parallel_size():
+    script = (
+        "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\\n"
+        " actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2 \\\n"
+        " actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2 \\\n"
+        " actor_rollout_ref.actor.ppo_micro_batch_size=16 trainer.n_gpus_per_node=8 trainer.nnodes=1\n"
+    )
+    s, notes = load_scenario_with_warnings(PRESET, {"verl_version": "0.7.1"}, script)
+    # 0.7.1 megatron_workers.py:358: 16 // mpu DP (8 // (TP 2 x PP 2) = 2) = 8
+    assert s.actor.ppo_micro_batch_size_per_gpu == 8
+    assert any("Megatron DP = world size 8 // (TP x PP x CP 4)" in n for n in notes)

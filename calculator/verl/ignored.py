@@ -379,19 +379,37 @@ NOT_MODELLED: dict[str, str] = {
 }
 
 
-def _longest(key: str, table: dict[str, str]) -> tuple[int, str] | None:
-    """(length, reason) of the longest entry of ``table`` that ``key`` equals or lies under."""
-    best: tuple[int, str] | None = None
-    for prefix, reason in table.items():
-        under = key.startswith(prefix) and (prefix.endswith((".", "_")) or key[len(prefix) : len(prefix) + 1] == ".")
-        if (key == prefix or under) and (best is None or len(prefix) > best[0]):
+def _index(table: dict[str, str]) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """Entries by dotted path (an entry "a.b." or "a.b" covers a.b and everything under it), and the few entries
+    ending in "_" (a name prefix, e.g. "optim.muon_"), matched with startswith."""
+    dotted = {p.rstrip("."): r for p, r in table.items() if not p.endswith("_")}
+    return dotted, tuple((p, r) for p, r in table.items() if p.endswith("_"))
+
+
+_IRRELEVANT_INDEX, _NOT_MODELLED_INDEX = _index(IRRELEVANT), _index(NOT_MODELLED)
+
+
+def _longest(key: str, index: tuple[dict[str, str], tuple[tuple[str, str], ...]]) -> tuple[int, str] | None:
+    """(length, reason) of the longest entry that ``key`` equals or lies under: one dict lookup per dotted
+    prefix of the key (bounded by its depth, whatever the table's size)."""
+    dotted, names = index
+    parts = key.split(".")
+    for i in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in dotted:
+            best: tuple[int, str] | None = (len(prefix), dotted[prefix])
+            break
+    else:
+        best = None
+    for prefix, reason in names:
+        if key.startswith(prefix) and (best is None or len(prefix) > best[0]):
             best = (len(prefix), reason)
     return best
 
 
 def classify(key: str) -> tuple[str, str] | None:
     """("irrelevant", reason) or ("not_modelled", likely effect) for an unmapped verl key; None if unknown."""
-    irrelevant, effect = _longest(key, IRRELEVANT), _longest(key, NOT_MODELLED)
+    irrelevant, effect = _longest(key, _IRRELEVANT_INDEX), _longest(key, _NOT_MODELLED_INDEX)
     if irrelevant and (not effect or irrelevant[0] >= effect[0]):
         return "irrelevant", irrelevant[1]
     return ("not_modelled", effect[1]) if effect else None

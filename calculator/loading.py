@@ -43,7 +43,7 @@ def load_scenario_with_warnings(
     data = _base_mapping(source)
     notes: list[str] = []
     if verl_overrides:
-        notes += apply_verl_overrides(data, verl_overrides)
+        notes += apply_verl_overrides(data, verl_overrides, (overrides or {}).get("verl_version"))
     for key, value in (overrides or {}).items():
         set_dotted(data, key, value)
     try:

@@ -103,8 +103,9 @@ class MegatronSection(_Frozen):
     )
     grad_offload: bool = Field(
         default=False,
-        description="verl <= 0.7 megatron.grad_offload: stored but never read (megatron_workers.py "
-        "_is_offload_grad); the grad buffer is freed with param_offload. No effect on memory.",
+        description="verl 0.7.1-0.9.0 megatron.grad_offload (removed from the 0.9.1 config): the legacy "
+        "megatron_workers.py stores _is_offload_grad but never reads it; the grad buffer is freed with param_offload. "
+        "No effect on memory.",
     )
     recompute_granularity: Literal["full", "selective"] | None = Field(
         default=None,

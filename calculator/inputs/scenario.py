@@ -23,7 +23,10 @@ from calculator.inputs.histogram import parse_histogram
 from calculator.inputs.limits import MAX_HISTOGRAM_CHARS
 from calculator.inputs.placement import PlacementSection
 
-VERL_VERSIONS = ("0.9", "0.8", "0.7", "0.6")
+# DESIGN.md 6.5: the releases modelled (calculator/resolve/versions.py), newest first; "0.9" and "0.7" are
+# aliases of their newest patch release (0.9.1, 0.7.1).
+VERL_VERSIONS = ("0.9", "0.9.1", "0.9.0", "0.8", "0.7", "0.7.1", "0.7.0", "0.6", "0.5")
+VerlVersion = Literal["0.9", "0.9.1", "0.9.0", "0.8", "0.7", "0.7.1", "0.7.0", "0.6", "0.5"]
 
 # verl 0.9.1 AdvantageEstimator values (verl/trainer/ppo/core_algos.py). Only "gae" needs a critic.
 AdvEstimator = Literal[
@@ -399,9 +402,10 @@ class Scenario(_Frozen):
 
     name: str = Field(default="custom", description="Scenario label.")
     description: str = Field(default="", description="Free text: what this scenario is.")
-    verl_version: Literal["0.9", "0.8", "0.7", "0.6"] = Field(
+    verl_version: VerlVersion = Field(
         default="0.9",
-        description="verl release whose memory behaviour is modelled (see calculator/resolve/versions.py).",
+        description="verl release whose memory and time behaviour is modelled (calculator/resolve/versions.py); "
+        "0.9 = 0.9.1 and 0.7 = 0.7.1 (the newest patch release).",
     )
     hardware: HardwareSection = HardwareSection()
     model: ModelSection = ModelSection()

@@ -24,7 +24,8 @@ def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, tr
     s = ctx.s
     v = ctx.actor.arch.vocab_size
     out: list[Component] = []
-    temp_copy = s.rollout.temperature != 1.0 and ctx.r.behaviour.temperature_copies_logits
+    ver = ctx.r.behaviour  # 0.9.0 copies even at T = 1 (calculator/resolve/versions.py)
+    temp_copy = ver.temperature_copies_logits and (s.rollout.temperature != 1.0 or ver.temperature_copy_at_one)
     if s.model.use_fused_kernels:
         t = min(tokens, FUSED_CHUNK_TOKENS)
         out.append(

@@ -1,8 +1,13 @@
 """The inference engines' settings as verl starts them (policy rollout and the reward model).
 
-verl 0.9.1 facts used (``workers/rollout/vllm_rollout``, ``workers/config/rollout.py``):
-- ``max_model_len``: the configured one, else the model's ``max_position_embeddings``, never below
-  prompt + response (verl passes ``max_model_len or max_position_embeddings`` to vLLM).
+verl facts used (``workers/rollout/vllm_rollout``, ``workers/config/rollout.py``):
+- ``max_model_len`` per release (``VersionBehaviour.max_model_len_rule``, calculator/resolve/versions.py):
+  0.7.1+ the configured one, else the model's ``max_position_embeddings`` (a configured value above it makes
+  verl raise: ``calculator.verl.checks``); 0.7.0 always ``max_position_embeddings``; 0.5/0.6 (sync SPMD) the
+  configured one, else prompt + response. When prompt + response exceeds ``max_position_embeddings`` the
+  larger is used (the KV cache must hold the longest sequence the step generates; verl's checks flag it).
+- ``max_num_seqs``: the scenario's (an imported launch script that leaves it unset gets its release's default,
+  ``VersionBehaviour.max_num_seqs_default``: calculator/verl/imports.py).
 - weights in fp8 when ``rollout.quantization=fp8`` (1 B/param for the linear layers; embeddings, lm_head and
   norms stay bf16), bf16 otherwise; with ``expert_parallel_size > 1`` vLLM's ``enable_expert_parallel`` splits
   the routed experts over TP x DP ranks (verl asserts EP = TP x DP, ``workers/config/rollout.py`` 294-296;
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 
 from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
+from calculator.resolve.versions import VersionBehaviour, behaviour
 
 # verl sets rollout.logprobs_mode: processed_logprobs from 0.7.0 on (_generated_ppo_trainer.yaml); 0.6 and older
 # pass no logprobs_mode (vLLM's default raw_logprobs: no log_softmax in the top-k/top-p sampler).
@@ -65,18 +71,26 @@ class EngineSettings:
         return max(self.max_num_batched_tokens, self.max_model_len)
 
 
-def rollout_engine(s: Scenario, arch: Architecture) -> EngineSettings:
+def max_model_len(s: Scenario, arch: Architecture, ver: VersionBehaviour | None = None) -> int:
+    """The ``max_model_len`` the release gives vLLM (see the module docstring)."""
+    rule = (ver or behaviour(s.verl_version)).max_model_len_rule
+    sequence = s.data.max_prompt_length + s.data.max_response_length
+    if rule == "set_or_prompt_response":
+        return s.rollout.max_model_len or sequence
+    if rule == "forced_max_position":
+        return max(arch.max_position_embeddings, sequence)
+    return s.rollout.max_model_len or max(arch.max_position_embeddings, sequence)
+
+
+def rollout_engine(s: Scenario, arch: Architecture, ver: VersionBehaviour | None = None) -> EngineSettings:
     r = s.rollout
-    max_len = r.max_model_len or max(
-        arch.max_position_embeddings, s.data.max_prompt_length + s.data.max_response_length
-    )
     return EngineSettings(
         engine=r.name,
         tp=r.tensor_model_parallel_size,
         gpu_memory_utilization=r.gpu_memory_utilization,
         max_num_batched_tokens=r.max_num_batched_tokens,
         max_num_seqs=r.max_num_seqs,
-        max_model_len=max_len,
+        max_model_len=max_model_len(s, arch, ver),
         enable_chunked_prefill=r.enable_chunked_prefill,
         enforce_eager=r.enforce_eager,
         weight_bytes_per_param=1 if r.quantization == "fp8" else 2,

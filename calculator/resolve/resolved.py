@@ -21,6 +21,7 @@ Left out: Megatron's own micro-batch rules beyond these keys, virtual pipeline s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -250,19 +251,36 @@ def _ref_pass(s: Scenario, d: _Decider, ref: TrainerPlan, common: dict[str, Any]
     )
 
 
+def _deferred_sync(plan: TrainerPlan, ver: VersionBehaviour, d: _Decider) -> TrainerPlan:
+    """verl 0.9.0's FSDP engine defers gradient sync whatever use_no_sync_for_gradient_accumulation says."""
+    if not ver.always_defer_grad_sync or plan.is_megatron or plan.fsdp.use_no_sync_for_gradient_accumulation:
+        return plan
+    key = "actor.fsdp_config" if plan.role == "actor" else "critic.fsdp"
+    note = f"verl {ver.version} always defers FSDP gradient sync to the last micro-batch (unsharded grads)"
+    d.fixed(f"{key}.use_no_sync_for_gradient_accumulation", True, note)
+    fsdp = plan.fsdp.model_copy(update={"use_no_sync_for_gradient_accumulation": True})
+    return dataclasses.replace(plan, fsdp=fsdp)
+
+
 def _critic_passes(
-    s: Scenario, d: _Decider, critic: TrainerPlan, v1: bool, common: dict[str, Any]
+    s: Scenario, d: _Decider, critic: TrainerPlan, ver: VersionBehaviour, common: dict[str, Any]
 ) -> dict[Phase, PassPlan]:
     c = s.critic
     n = s.rollout.n
     mini = d.get("critic.ppo_mini_batch_size")
-    if v1:
+    if ver.critic_always_dynamic:
         micro, fwd_micro = (
             d.micro(k, True) for k in ("critic.ppo_micro_batch_size_per_gpu", "critic.forward_micro_batch_size_per_gpu")
         )
-        note = "the 0.9.1 V1 trainer packs the critic by critic.ppo_infer_max_token_len_per_gpu"
-        dyn = d.fixed("critic.use_dynamic_bsz", True, note)
-        budget = fwd_budget = d.fixed("critic.ppo_max_token_len_per_gpu", CRITIC_V1_TOKEN_BUDGET, note)
+        if ver.critic_update_budget_from_ppo:  # 0.8.0 ray_trainer.py:813-814: update by ppo_max_token_len_per_gpu
+            note = "the verl 0.8 critic engine packs inference by critic.ppo_infer_max_token_len_per_gpu"
+            dyn = d.fixed("critic.use_dynamic_bsz", True, note)
+            fwd_budget = d.fixed("critic.forward_max_token_len_per_gpu", CRITIC_V1_TOKEN_BUDGET, note)
+            budget = c.ppo_max_token_len_per_gpu
+        else:
+            note = f"the {ver.version} V1 trainer packs the critic by critic.ppo_infer_max_token_len_per_gpu"
+            dyn = d.fixed("critic.use_dynamic_bsz", True, note)
+            budget = fwd_budget = d.fixed("critic.ppo_max_token_len_per_gpu", CRITIC_V1_TOKEN_BUDGET, note)
     else:
         dyn = d.get("critic.use_dynamic_bsz")
         micro = d.micro("critic.ppo_micro_batch_size_per_gpu", dyn)
@@ -315,8 +333,8 @@ def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
     d = _Decider(s)
     has_critic, has_ref, has_reward = need_critic(s), need_reference_policy(s), need_reward_model(s)
     via_actor = ref_is_actor(s)
-    actor = actor_trainer(s)
-    critic = critic_trainer(s) if has_critic else None
+    actor = _deferred_sync(actor_trainer(s), ver, d)
+    critic = _deferred_sync(critic_trainer(s), ver, d) if has_critic else None
     ref = ref_trainer(s) if has_ref and not via_actor else None
     ln, lw = batching.lengths(s, worst=False), batching.lengths(s, worst=True)
     common = {"s": s, "lengths": ln, "worst": lw}
@@ -324,7 +342,7 @@ def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
     if has_ref:
         passes[Phase.REF_LOG_PROB] = _ref_pass(s, d, ref or actor, common)
     if critic is not None:
-        passes.update(_critic_passes(s, d, critic, ver.critic_always_dynamic, common))
+        passes.update(_critic_passes(s, d, critic, ver, common))
     a = s.actor
     critic_epochs = d.get("critic.ppo_epochs") if has_critic else 0
     critic_mini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size)
@@ -343,7 +361,7 @@ def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
         actor=actor,
         critic=critic,
         ref=ref,
-        rollout=rollout_engine(s, actor_arch),
+        rollout=rollout_engine(s, actor_arch, ver),
         reward=reward_engine(s) if has_reward else None,
         lengths=ln,
         worst_lengths=lw,

@@ -321,7 +321,7 @@ def _rollout_formula(
     launch_s = d["host_launch"]
     return (
         f"{ctx.r.num_replicas} replicas x TP {step.tp}; {seqs} sequences per replica, "
-        f"concurrency {c_kv} (KV {ctx.rollout.kv_tokens:,} tokens, max_num_seqs {s.rollout.max_num_seqs}). "
+        f"concurrency {c_kv} (KV {ctx.rollout.kv_tokens:,} tokens, max_num_seqs {ctx.r.rollout.max_num_seqs}). "
         f"Prefill {seqs} x {ctx.r.lengths.prompt} tokens at {s.efficiency.prefill_mfu:.0%} of {step.tp} x "
         f"{ctx.gpu.training_tflops:g} TFLOPS = {fmt_s(prefill_s)}. Decode step at batch {wave}: max(("
         f"{w_gib:.2f} GiB weights + KV {wave} x {d['steady_ctx']:.0f} tok x {step.kv_per_token:,} B) / "

@@ -19,9 +19,10 @@ from calculator.verl.keys import (
     _R,
     FSDP_ONLY,
     KEY_MAPS,
+    MEGATRON_ABSENT_FIELDS,
     MEGATRON_ONLY,
     VERL_PLACEHOLDER_MODEL_PATH,
-    _verl_field,
+    megatron_verl_key,
 )
 
 # verl 0.9.1's defaults for every key in calculator/verl/keys.py, as written in _generated_ppo_trainer.yaml
@@ -140,14 +141,26 @@ VERL_DEFAULTS: dict[str, Any] = {
     "trainer.n_gpus_per_node": 8,
     "trainer.nnodes": 1,
 }
+
+
+def _megatron_defaults(role: str) -> dict[str, Any]:
+    """The Megatron section's keys in verl 0.9.1's config (the '+' pass-through keys and the removed
+    grad_offload are absent: their default is Megatron-core's, which is the Scenario's)."""
+    return {
+        megatron_verl_key(role, k): v
+        for k, v in MegatronSection().model_dump().items()
+        if k not in MEGATRON_ABSENT_FIELDS
+    }
+
+
 _MEG = "${oc.select:actor_rollout_ref.actor.megatron.param_offload,False}"
 VERL_MEGATRON_DEFAULTS: dict[str, Any] = {
     f"{_A}.strategy": "megatron",
     f"{_A}.optim.optimizer": "adam",
     "critic.strategy": "megatron",
-    **{_verl_field(f"{_A}.megatron", k): v for k, v in MegatronSection().model_dump().items()},
+    **_megatron_defaults(_A),
     f"{_F}.megatron.param_offload": _MEG,
-    **{_verl_field("critic.megatron", k): v for k, v in MegatronSection().model_dump().items()},
+    **_megatron_defaults("critic"),
 }
 # Keys only in one of the two configs (the rest of KEY_MAPS exists in both).
 _FSDP_ONLY_KEYS = {km.verl for km in KEY_MAPS if km.engines == FSDP_ONLY} | {

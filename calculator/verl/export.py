@@ -27,6 +27,7 @@ import yaml
 from calculator.inputs.readers import dump_yaml
 from calculator.inputs.scenario import Scenario
 from calculator.resolve.roles import need_critic
+from calculator.resolve.versions import behaviour
 from calculator.verl.defaults import verl_defaults
 from calculator.verl.fields import (
     _DEFAULTS,
@@ -39,7 +40,8 @@ from calculator.verl.fields import (
 )
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
-from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, OPTIMIZER_OVERRIDE_FIELDS, KeyMap
+from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, PLUS_KEYS, KeyMap
+from calculator.verl.legacy import reset_inherited_means
 from calculator.verl.placement_keys import launch_module, placement_items
 
 
@@ -68,7 +70,8 @@ class _Field:
     defaults: dict[str, Any]  # verl's defaults for the engine
 
     def item(self, value: Any, key: str | None = None) -> list[Item]:
-        return [(self.km.group, key or self.km.verl, value)]
+        verl = f"+{self.km.verl}" if self.km.verl in PLUS_KEYS else self.km.verl  # Hydra appends with '+'
+        return [(self.km.group, key or verl, value)]
 
 
 def _critic_strategy(f: _Field) -> list[Item]:
@@ -109,20 +112,21 @@ def _optimizer(f: _Field) -> list[Item] | None:
     return f.item(verl_value) if verl_value != f.defaults[f.km.verl] or f.differs_from_base else []
 
 
-def _absent_key(f: _Field) -> list[Item]:
-    """A key verl's config does not have by default (Megatron optimizer overrides): added with "+"."""
-    items = _generic(f)
-    return [(g, f"+{k}", v) for g, k, v in items if v is not None]
+def _max_num_seqs(f: _Field) -> list[Item] | None:
+    """Written whenever the scenario's release has another default (its import would take that default)."""
+    if f.value != behaviour(f.s.verl_version).max_num_seqs_default:
+        return f.item(f.value)
+    return None
 
 
 # Fields whose export is not the generic rule; a handler returning None falls back to it.
 _SPECIAL: dict[str, Callable[[_Field], list[Item] | None]] = {
-    **{f"{role}.megatron.{name}": _absent_key for role in ("actor", "critic") for name in OPTIMIZER_OVERRIDE_FIELDS},
     "critic.strategy": _critic_strategy,
     "critic.model_path": _model_path_of(need_critic),
     "reward_model.model_path": _model_path_of(lambda s: s.reward_model.enable),
     "rollout.kv_cache_dtype": _kv_cache_dtype,
     "actor.optim.optimizer": _optimizer,
+    "rollout.max_num_seqs": _max_num_seqs,
 }
 # Fields a launch spells otherwise: the cluster shape (trainer.*) and the actor strategy (model_engine).
 _NOT_KEYED = frozenset({"hardware.num_gpus", "hardware.gpus_per_node", "actor.strategy"})
@@ -182,9 +186,15 @@ def export_scenario(scenario: Scenario, base: Scenario | None = None) -> Export:
     onto ``base`` (``load_scenario(base, verl_overrides=...)``) gives ``scenario`` back."""
     items = _verl_items(scenario, base)
     natives, _ = _import_flat(
-        {key: value for _, key, value in items}, engine_hint=None, source="script", rlplan=[], quiet=True
+        {key: value for _, key, value in items},
+        engine_hint=None,
+        source="script",
+        rlplan=[],
+        quiet=True,
+        release=(scenario.verl_version, None, scenario.hardware.num_gpus),
     )
     rebuilt = (base or _DEFAULTS).model_dump(mode="python")
+    reset_inherited_means(rebuilt, natives)  # as apply_verl_overrides does: a mean kept needs a # rlplan line
     apply_natives(rebuilt, natives)
     target = scenario.model_dump(mode="python")
     rlplan = [(f, _get(target, f)) for f in SCENARIO_FIELDS if _get(rebuilt, f) != _get(target, f)]

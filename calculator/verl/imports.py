@@ -20,9 +20,11 @@ from calculator.inputs.overrides import set_dotted
 from calculator.inputs.readers import RefusedInput, read_file_text, read_json_text, read_yaml_text
 from calculator.verl.checks.raw import check_raw_config
 from calculator.verl.defaults import _FSDP_ONLY_KEYS, _MEGATRON_ONLY_KEYS, _MISSING, verl_defaults
-from calculator.verl.fields import _to_native, native_default, native_field_exists
+from calculator.verl.fields import _resolved_or_none, _to_native, native_default, native_field_exists
+from calculator.verl.ignored import classify
 from calculator.verl.interpolate import _hydra_parse, _parse_scalar, _Resolver
-from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, IGNORED_PREFIXES, verl_to_native
+from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, verl_to_native
+from calculator.verl.legacy import convert_global_micro, release_defaults, reset_inherited_means
 from calculator.verl.placement_keys import import_placement, is_placement_key
 from calculator.verl.shell import _RLPLAN_LINE, SCRIPT, _parse_script, _Unresolved
 
@@ -52,9 +54,12 @@ def _known(key: str) -> bool:
         verl_to_native(key) is not None
         or key in DEPRECATED_MICRO_KEYS
         or key in ("trainer.n_gpus_per_node", "critic.ulysses_sequence_parallel_size")
-        or any(key.startswith(p) for p in IGNORED_PREFIXES)
+        or classify(key) is not None
     )
 
+
+# (explicit verl_version, the base scenario's verl_version, the base scenario's GPU count)
+Release = tuple[str | None, str | None, int]
 
 _STRATEGY_KEYS = (f"{_A}.fsdp_config.strategy", f"{_A}.strategy")
 _CRITIC_ULYSSES_NOTE = (
@@ -77,6 +82,7 @@ class _Import:
     notes: list[str] = field(default_factory=list)
     natives: dict[str, Any] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
+    not_modelled: list[tuple[str, str]] = field(default_factory=list)  # (key, likely effect on memory / time)
 
     def note(self, text: str, *, always: bool = False) -> None:
         if always or not self.quiet:
@@ -150,7 +156,10 @@ def _map_key(imp: _Import, key: str, raw: Any) -> None:
         return
     native = verl_to_native(key)
     if native is None or native == "actor.strategy":
-        if native is None and not _known(key):
+        kind = classify(key) if native is None else None
+        if kind is not None and kind[0] == "not_modelled":
+            imp.not_modelled.append((key, kind[1]))
+        elif native is None and not _known(key):
             imp.unknown.append(key)
         if key in _STRATEGY_KEYS:
             _strategy_key(imp, key)
@@ -236,6 +245,14 @@ def _rlplan_settings(imp: _Import, rlplan: list[tuple[str, str]]) -> None:
 
 
 def _unknown_note(imp: _Import) -> None:
+    if imp.source == "script":
+        imp.notes += [f"verl {k}: not modelled; likely effect: {effect}" for k, effect in imp.not_modelled]
+    elif imp.not_modelled:
+        imp.note(
+            f"verl config: {len(imp.not_modelled)} keys rlplan does not model (e.g. "
+            + ", ".join(k for k, _ in imp.not_modelled[:6])
+            + "); at verl's defaults they change nothing rlplan estimates"
+        )
     if not imp.unknown:
         return
     if imp.source == "yaml" and len(imp.unknown) > 12:
@@ -254,9 +271,11 @@ def _import_flat(
     rlplan: list[tuple[str, str]],
     quiet: bool = False,
     what: str = "verl settings",
+    release: Release = (None, None, 8),
 ) -> tuple[dict[str, Any], list[str]]:
-    """Map verl keys (values typed or Hydra text, interpolations kept) to native overrides. Raises
-    InputError naming ``what`` when interpolation ran over its budget (``calculator.inputs.limits``)."""
+    """Map verl keys (values typed or Hydra text, interpolations kept) to native overrides, for the verl
+    release ``release`` = (explicit version, base scenario's version, base GPU count): see ``_release``. Raises InputError naming ``what`` when interpolation ran over its budget
+    (``calculator.inputs.limits``)."""
     given = {k.lstrip("+"): _hydra_parse(v) for k, v in given.items()}
     engine, engine_notes = _engine(given, engine_hint, source)
     defaults = verl_defaults(engine)
@@ -269,13 +288,23 @@ def _import_flat(
     _gpu_count(imp)
     _placement(imp)
     _critic_strategy(imp)
+    version = _release(release, rlplan)
+    imp.notes += convert_global_micro(given, lambda k: _resolved_or_none(imp.res, k), imp.natives, version, release[2])
+    imp.notes += release_defaults(given, imp.natives, version)
     if not quiet:
-        imp.notes += [f"verl: {p.message}" for p in check_raw_config(given, imp.res, engine)]
+        imp.notes += [f"verl: {p.message}" for p in check_raw_config(given, imp.res, engine, version)]
     _rlplan_settings(imp, rlplan)
     _unknown_note(imp)
     if imp.res.refusal:
         raise InputError(f"{what}: refused: {imp.res.refusal}")
     return imp.natives, imp.notes
+
+
+def _release(release: Release, rlplan: list[tuple[str, str]]) -> str:
+    """The release the keys are read for: the caller's explicit one (``--set verl_version``), else a
+    ``# rlplan: verl_version=`` line of the script, else the base scenario's, else 0.9."""
+    lines = [text.strip().strip("\"'") for key, text in rlplan if key == "verl_version"]
+    return release[0] or (lines[-1] if lines else None) or release[1] or "0.9"
 
 
 def _looks_like_verl_yaml(data: Any) -> bool:
@@ -286,7 +315,7 @@ def _looks_like_verl_yaml(data: Any) -> bool:
 
 
 def import_verl_yaml(
-    mapping: dict[str, Any], rlplan: list[tuple[str, str]] | None = None
+    mapping: dict[str, Any], rlplan: list[tuple[str, str]] | None = None, release: Release = (None, None, 8)
 ) -> tuple[dict[str, Any], list[str]]:
     """A verl config mapping (a nested fragment, dotted keys, or a full config verl/Hydra wrote) ->
     (native dotted overrides, warnings). Values equal to verl's defaults map to the Scenario's defaults."""
@@ -294,7 +323,9 @@ def import_verl_yaml(
     engine = None
     if flat.get("model_engine") == "megatron" or flat.get(f"{_A}.strategy") == "megatron":
         engine = "megatron"
-    return _import_flat(flat, engine_hint=engine, source="yaml", rlplan=rlplan or [], what="verl config")
+    return _import_flat(
+        flat, engine_hint=engine, source="yaml", rlplan=rlplan or [], what="verl config", release=release
+    )
 
 
 def _verl_yaml(text: str) -> dict[str, Any] | None:
@@ -313,24 +344,40 @@ def _verl_yaml(text: str) -> dict[str, Any] | None:
     return data if _looks_like_verl_yaml(data) else None
 
 
-def import_verl_text(text: str) -> tuple[dict[str, Any], list[str]]:
+def import_verl_text(text: str, release: Release = (None, None, 8)) -> tuple[dict[str, Any], list[str]]:
     """A bash launch script, a ``--format overrides`` file or a verl YAML config -> (native dotted
     overrides, warnings). ``# rlplan: key=value`` lines (written by ``export``) are applied last. Raises
     InputError (one line naming the input) for input over a bound of ``calculator.inputs.limits``."""
     data = _verl_yaml(text)
     if data is not None:
         rlplan = [(m.group(1), m.group(2)) for m in map(_RLPLAN_LINE.match, text.splitlines()) if m]
-        return import_verl_yaml(data, rlplan)
+        return import_verl_yaml(data, rlplan, release)
     parsed = _parse_script(text)
     natives, notes = _import_flat(
-        dict(parsed.overrides), engine_hint=parsed.engine, source="script", rlplan=parsed.rlplan, what=SCRIPT
+        dict(parsed.overrides),
+        engine_hint=parsed.engine,
+        source="script",
+        rlplan=parsed.rlplan,
+        what=SCRIPT,
+        release=release,
     )
     return natives, parsed.notes + notes
 
 
-def apply_verl_overrides(data: dict[str, Any], overrides: list[str] | str) -> list[str]:
+def apply_verl_overrides(
+    data: dict[str, Any], overrides: list[str] | str, verl_version: str | None = None
+) -> list[str]:
     """Apply verl settings (launch-script text, or a list of texts / ``key=value`` tokens) onto a scenario
-    mapping in place; return the warnings."""
+    mapping in place, read for ``verl_version`` (else the mapping's, else a ``# rlplan:`` line, else 0.9);
+    return the warnings, including the means reset because the script changed a max length."""
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    gpus = hardware.get("num_gpus")
+    base_version = data.get("verl_version")
+    release: Release = (
+        verl_version,
+        base_version if isinstance(base_version, str) else None,
+        gpus if isinstance(gpus, int) else 8,
+    )
 
     if isinstance(overrides, str):
         texts = [overrides]
@@ -340,9 +387,9 @@ def apply_verl_overrides(data: dict[str, Any], overrides: list[str] | str) -> li
         texts += ["\n".join(tokens)] if tokens else []
     notes: list[str] = []
     for text in texts:
-        natives, more = import_verl_text(text)
+        natives, more = import_verl_text(text, release)
+        notes += more + reset_inherited_means(data, natives)
         apply_natives(data, natives)
-        notes += more
     return notes
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from calculator.inputs.scenario import FsdpSection, MegatronSection, RewardRolloutSection
+from calculator.verl.ignored import IRRELEVANT
 
 Engine = Literal["fsdp", "megatron"]
 BOTH: tuple[str, ...] = ("fsdp", "megatron")
@@ -47,31 +48,40 @@ NESTED_FIELDS: dict[str, str] = {
 }
 
 
-# Megatron-core optimizer settings rlplan keeps in the megatron section but verl reads from the role's optim
-# section: the precision-aware dtypes are optim keys (0.9.1 optim/megatron.yaml); the CPU-offload ones are passed
-# through ``+optim.override_optimizer_config.*`` into megatron.core OptimizerConfig (utils/megatron/optimizer.py).
-OPTIMIZER_OVERRIDE_FIELDS = ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
-OPTIM_FIELDS: dict[str, str] = {
+# Megatron optimizer settings rlplan keeps in the megatron section but verl reads from the role's ``optim``
+# (verl utils/megatron/optimizer.py init_megatron_optim_config passes override_optimizer_config through to
+# Megatron-core's OptimizerConfig). Paths are relative to the role (actor_rollout_ref.actor / critic).
+MEGATRON_OPTIM_FIELDS: dict[str, str] = {
+    # precision-aware optimizer and its dtypes: optim keys of verl 0.9.1's optim/megatron.yaml
     **{
         f: f"optim.{f}"
         for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
     },
     **{
-        f: f"optim.override_optimizer_config.{f}"  # absent from verl's config: a launch adds them with "+"
-        for f in OPTIMIZER_OVERRIDE_FIELDS
+        f: f"optim.override_optimizer_config.{f}"
+        for f in ("optimizer_cpu_offload", "optimizer_offload_fraction", "overlap_cpu_optimizer_d2h_h2d")
     },
 }
 
 
-def _verl_field(verl_prefix: str, f: str) -> str:
-    if f in OPTIM_FIELDS and verl_prefix.endswith(".megatron"):
-        return f"{verl_prefix.removesuffix('.megatron')}.{OPTIM_FIELDS[f]}"
-    return f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}"
+def megatron_verl_key(role: str, field_name: str) -> str:
+    """verl key of a MegatronSection field for ``role`` (``actor_rollout_ref.actor`` or ``critic``)."""
+    if field_name in MEGATRON_OPTIM_FIELDS:
+        return f"{role}.{MEGATRON_OPTIM_FIELDS[field_name]}"
+    return f"{role}.megatron.{NESTED_FIELDS.get(field_name, field_name)}"
 
 
 def _section(native_prefix: str, verl_prefix: str, model: type[BaseModel], group: str, engines: tuple[str, ...]):
     return tuple(
-        KeyMap(f"{native_prefix}.{f}", _verl_field(verl_prefix, f), group, engines) for f in model.model_fields
+        KeyMap(f"{native_prefix}.{f}", f"{verl_prefix}.{NESTED_FIELDS.get(f, f)}", group, engines)
+        for f in model.model_fields
+    )
+
+
+def _megatron_section(native_prefix: str, role: str, group: str):
+    return tuple(
+        KeyMap(f"{native_prefix}.{f}", megatron_verl_key(role, f), group, MEGATRON_ONLY)
+        for f in MegatronSection.model_fields
     )
 
 
@@ -117,7 +127,7 @@ KEY_MAPS: tuple[KeyMap, ...] = (
     KeyMap("actor.optim.optimizer", f"{_A}.optim.optimizer", "actor"),
     KeyMap("actor.optim.lr", f"{_A}.optim.lr", "actor"),
     *_section("actor.fsdp_config", f"{_A}.fsdp_config", FsdpSection, "actor", FSDP_ONLY),
-    *_section("actor.megatron", f"{_A}.megatron", MegatronSection, "actor", MEGATRON_ONLY),
+    *_megatron_section("actor.megatron", _A, "actor"),
     # rollout
     KeyMap("rollout.name", f"{_R}.name", "rollout"),
     KeyMap("rollout.n", f"{_R}.n", "rollout"),
@@ -167,7 +177,7 @@ KEY_MAPS: tuple[KeyMap, ...] = (
     KeyMap("critic.enable_gradient_checkpointing", "critic.model.enable_gradient_checkpointing", "critic"),
     KeyMap("critic.lora_rank", "critic.model.lora_rank", "critic"),
     *_section("critic.fsdp", "critic.fsdp", FsdpSection, "critic", FSDP_ONLY),
-    *_section("critic.megatron", "critic.megatron", MegatronSection, "critic", MEGATRON_ONLY),
+    *_megatron_section("critic.megatron", "critic", "critic"),
     # reward model (verl 0.9.1 moved it under reward.reward_model; the top-level reward_model.* is legacy)
     KeyMap("reward_model.enable", "reward.reward_model.enable", "reward"),
     KeyMap("reward_model.model_path", "reward.reward_model.model_path", "reward"),
@@ -184,9 +194,9 @@ RLPLAN_ONLY: tuple[str, ...] = (
     "description",
     "verl_version",
     "hardware.gpu",
-    "hardware.host_ram_gib_per_node",
     "model.config",
     "model.use_dora",
+    "hardware.host_ram_gib_per_node",
     "data.mean_prompt_length",
     "data.mean_response_length",
     "data.response_clip_ratio",
@@ -229,6 +239,13 @@ ALIASES: dict[str, str] = {
     f"{_R}.update_weights_bucket_megabytes": "rollout.update_weights_bucket_megabytes",  # verl <= 0.7 layout
     f"{_R}.engine_kwargs.sglang.kv_cache_dtype": "rollout.kv_cache_dtype",
     "critic.fsdp.strategy": "critic.strategy",
+    # verl < 0.9 had no optim.use_precision_aware_optimizer key: scripts pass it (and its dtypes) through to
+    # Megatron-core (e.g. examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh).
+    **{
+        f"{role}.optim.override_optimizer_config.{f}": f"{native}.megatron.{f}"
+        for role, native in ((_A, "actor"), ("critic", "critic"))
+        for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
+    },
     "reward_model.enable": "reward_model.enable",
     "reward_model.model.path": "reward_model.model_path",
     "reward_model.enable_resource_pool": "reward_model.enable_resource_pool",
@@ -236,143 +253,9 @@ ALIASES: dict[str, str] = {
     **{f"critic.model.fsdp_config.{f}": f"critic.fsdp.{f}" for f in FsdpSection.model_fields},
 }
 
-# Megatron-core OptimizerConfig fields verl's own scripts also pass through override_optimizer_config (e.g.
-# examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh), and verl <= 0.7's megatron.grad_offload.
-ALIASES.update(
-    {
-        f"{role}.optim.override_optimizer_config.{f}": f"{native}.megatron.{f}"
-        for role, native in ((_A, "actor"), ("critic", "critic"))
-        for f in ("use_precision_aware_optimizer", "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
-    }
-)
-
-# verl keys that would be accepted by Hydra but are not modelled: accepted silently on import.
-IGNORED_PREFIXES: tuple[str, ...] = (
-    "data.train_files",
-    "data.val_files",
-    "data.prompt_key",
-    "data.reward_fn_key",
-    "data.return_raw_chat",
-    "data.filter_overlong_prompts",
-    "data.truncation",
-    "data.shuffle",
-    "data.dataloader_num_workers",
-    "data.tokenizer",
-    "data.image_key",
-    "data.trust_remote_code",
-    "data.val_batch_size",
-    "data.seed",
-    "data.custom_cls",
-    "data.train_max_samples",
-    "data.val_max_samples",
-    "trainer.project_name",
-    "trainer.experiment_name",
-    "trainer.logger",
-    "trainer.save_freq",
-    "trainer.test_freq",
-    "trainer.total_epochs",
-    "trainer.total_training_steps",
-    "trainer.val_before_train",
-    "trainer.default_local_dir",
-    "trainer.default_hdfs_dir",
-    "trainer.resume_mode",
-    "trainer.resume_from_path",
-    "trainer.critic_warmup",
-    "trainer.log_val_generations",
-    "trainer.balance_batch",
-    "trainer.device",
-    "trainer.use_v1",
-    "trainer.v1.",
-    "trainer.max_actor_ckpt_to_keep",
-    "trainer.max_critic_ckpt_to_keep",
-    "trainer.val_only",
-    "trainer.rollout_data_dir",
-    "trainer.validation_data_dir",
-    "trainer.del_local_ckpt_after_load",
-    "trainer.ray_wait_register_center_timeout",
-    "trainer.esi_redundant_time",
-    "trainer.checkpoint_callback_class",
-    f"{_A}.optim.",
-    f"{_A}.clip_ratio",
-    f"{_A}.clip_ratio_low",
-    f"{_A}.clip_ratio_c",
-    f"{_A}.loss_agg_mode",
-    f"{_A}.loss_scale_factor",
-    f"{_A}.kl_loss_type",
-    f"{_A}.policy_loss",
-    f"{_A}.grad_clip",
-    f"{_A}.shuffle",
-    f"{_A}.checkpoint",
-    f"{_A}.profiler",
-    f"{_A}.data_loader_seed",
-    f"{_A}.entropy_from_logits_chunk_size",
-    f"{_A}.fsdp_config.forward_prefetch",
-    f"{_A}.fsdp_config.wrap_policy",
-    f"{_A}.fsdp_config.use_orig_params",
-    f"{_A}.fsdp_config.seed",
-    f"{_A}.fsdp_config.use_torch_compile",
-    f"{_M}.trust_remote_code",
-    f"{_M}.external_lib",
-    f"{_M}.use_shm",
-    f"{_M}.override_config",
-    f"{_M}.custom_chat_template",
-    f"{_M}.tokenizer_path",
-    f"{_M}.use_liger",
-    f"{_R}.mode",
-    f"{_R}.top_p",
-    f"{_R}.top_k",
-    f"{_R}.do_sample",
-    f"{_R}.val_kwargs",
-    f"{_R}.load_format",
-    f"{_R}.enable_prefix_caching",
-    f"{_R}.agent",
-    f"{_R}.multi_turn",
-    f"{_R}.calculate_log_probs",
-    f"{_R}.prompt_length",
-    f"{_R}.response_length",
-    f"{_R}.disable_log_stats",
-    f"{_R}.seed",
-    f"{_R}.trace",
-    f"{_R}.checkpoint_engine.backend",
-    f"{_R}.profiler",
-    f"{_R}.prometheus",
-    f"{_F}.profiler",
-    f"{_F}.fsdp_config.forward_prefetch",
-    f"{_F}.fsdp_config.wrap_policy",
-    f"{_F}.fsdp_config.use_orig_params",
-    "actor_rollout_ref.hybrid_engine",
-    "actor_rollout_ref.nccl_timeout",
-    "algorithm.gamma",
-    "algorithm.lam",
-    "algorithm.kl_penalty",
-    "algorithm.kl_ctrl.type",
-    "algorithm.kl_ctrl.horizon",
-    "algorithm.kl_ctrl.target_kl",
-    "algorithm.norm_adv_by_std_in_grpo",
-    "algorithm.filter_groups",
-    "algorithm.rollout_correction",
-    "critic.optim.",
-    "critic.cliprange_value",
-    "critic.grad_clip",
-    "critic.shuffle",
-    "critic.loss_agg_mode",
-    "critic.checkpoint",
-    "critic.profiler",
-    "critic.model.trust_remote_code",
-    "critic.model.tokenizer_path",
-    "critic.model.use_remove_padding",
-    "custom_reward_function.",
-    "reward.reward_manager",
-    "reward.custom_reward_function",
-    "reward.num_workers",
-    "reward.reward_model.rollout.name",
-    "reward.sandbox_fusion",
-    "reward_model.reward_manager",
-    "ray_init.",
-    "ray_kwargs.",
-    "global_profiler.",
-    "hydra.",
-)
+# verl keys accepted without a note because they do not change memory or time (with the reason for each:
+# calculator/verl/ignored.py IRRELEVANT; the keys that do but are not modelled are warned, NOT_MODELLED).
+IGNORED_PREFIXES: tuple[str, ...] = tuple(IRRELEVANT)
 
 # Deprecated global micro-batch keys: only read to reproduce verl's "set both" / "set at least one" errors.
 DEPRECATED_MICRO_KEYS: dict[str, str] = {
@@ -384,8 +267,22 @@ DEPRECATED_MICRO_KEYS: dict[str, str] = {
 
 # Keys that exist in neither generated config and need Hydra's ``+`` to be added.
 PLUS_KEYS: frozenset[str] = frozenset(
-    {f"{_R}.engine_kwargs.vllm.kv_cache_dtype", f"{_R}.engine_kwargs.sglang.kv_cache_dtype"}
-    | {f"{role}.{v}" for role in (_A, "critic") for v in OPTIM_FIELDS.values() if "override_optimizer_config" in v}
+    {
+        f"{_R}.engine_kwargs.vllm.kv_cache_dtype",
+        f"{_R}.engine_kwargs.sglang.kv_cache_dtype",
+        *(
+            megatron_verl_key(role, f)
+            for role in (_A, "critic")
+            for f, path in MEGATRON_OPTIM_FIELDS.items()
+            if ".override_optimizer_config." in path
+        ),
+    }
+)
+# Megatron fields whose verl key is absent from verl 0.9.1's generated Megatron config: the
+# override_optimizer_config pass-through ('+' keys) and megatron.grad_offload (in the 0.7.1-0.9.0 configs,
+# removed in 0.9.1).
+MEGATRON_ABSENT_FIELDS: frozenset[str] = frozenset(
+    {"grad_offload", *(f for f, p in MEGATRON_OPTIM_FIELDS.items() if ".override_optimizer_config." in p)}
 )
 
 # model.target_modules: rlplan's short names <-> the module lists verl/PEFT accept.

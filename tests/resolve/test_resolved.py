@@ -76,7 +76,13 @@ def test_critic_inherits_strategy_and_v1_packs_it_by_32768_tokens() -> None:
     upd = r.passes[Phase.UPDATE_CRITIC]
     assert upd.use_dynamic_bsz is True and upd.max_token_len_per_gpu == 32768  # verl 0.9.1 V1 critic engine
     assert any(d.key == "critic.use_dynamic_bsz" and d.source is Source.FIXED for d in r.decisions)
-    old = _resolve("qwen2.5-7b-ppo-8xh100", verl_version="0.8", **{"critic.use_dynamic_bsz": False})
+    # verl 0.8.0 wheel: the critic engine is always dynamic too, but the update packs
+    # critic.ppo_max_token_len_per_gpu (ray_trainer.py:814); the legacy 0.7.1 worker honours use_dynamic_bsz.
+    v08 = _resolve("qwen2.5-7b-ppo-8xh100", verl_version="0.8", **{"critic.ppo_max_token_len_per_gpu": 12000})
+    assert v08.passes[Phase.UPDATE_CRITIC].use_dynamic_bsz is True
+    assert v08.passes[Phase.UPDATE_CRITIC].max_token_len_per_gpu == 12000
+    assert v08.passes[Phase.CRITIC_VALUES].max_token_len_per_gpu == 32768
+    old = _resolve("qwen2.5-7b-ppo-8xh100", verl_version="0.7.1", **{"critic.use_dynamic_bsz": False})
     assert old.passes[Phase.UPDATE_CRITIC].use_dynamic_bsz is False
 
 

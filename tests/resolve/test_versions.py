@@ -1,15 +1,29 @@
-"""The verl version table (calculator/resolve/versions.py) covers every version a Scenario accepts."""
+"""The verl version table (calculator/resolve/versions.py): one row per release read from its wheel, the
+aliases, and the resolve / memory consumers of the flags."""
 
 from __future__ import annotations
 
+from calculator import estimate, load_scenario
 from calculator.inputs.scenario import VERL_VERSIONS
-from calculator.resolve.versions import VERSION_BEHAVIOUR, behaviour
+from calculator.names import Phase
+from calculator.resolve.engines import max_model_len
+from calculator.resolve.resolved import resolve
+from calculator.resolve.versions import VERL_VERSIONS as RELEASES
+from calculator.resolve.versions import VERSION_ALIASES, VERSION_BEHAVIOUR, behaviour
+
+PRESET = "qwen2.5-7b-grpo-8xh100"
 
 
 def test_every_scenario_version_has_a_row_with_sources():
-    assert set(VERSION_BEHAVIOUR) == set(VERL_VERSIONS)
+    assert set(RELEASES) == set(VERSION_BEHAVIOUR)
+    assert set(VERL_VERSIONS) == set(VERSION_BEHAVIOUR) | set(VERSION_ALIASES)
     for v, row in VERSION_BEHAVIOUR.items():
         assert row.version == v and row.sources and row.notes
+
+
+def test_aliases_are_the_newest_patch_release():
+    assert behaviour("0.9") is VERSION_BEHAVIOUR["0.9.1"]
+    assert behaviour("0.7") is VERSION_BEHAVIOUR["0.7.1"]
 
 
 def test_facts_that_hold_in_every_version():
@@ -18,7 +32,61 @@ def test_facts_that_hold_in_every_version():
         assert not row.logits_fp32
         assert row.vllm_util_semantics == "total"
         assert row.old_log_prob_entropy
+        assert row.ref_forward_streams_weights  # forced CPUOffload: streamed every pass (legacy and engine)
+
+
+def test_cells_read_in_the_wheels():
+    b = VERSION_BEHAVIOUR
+    # worker: legacy through 0.7.1; the 0.8.0 wheel has no workers/fsdp_workers.py
+    assert [b[v].worker_impl for v in RELEASES] == ["legacy"] * 4 + ["engine"] * 3
+    # vLLM process: SPMD / ZeroMQ in the trainer process until 0.7.0; 'mp' from 0.7.1
+    assert [b[v].rollout_in_trainer_process for v in RELEASES] == [True, True, True, False, False, False, False]
+    assert [b[v].weight_sync_bucket_mib for v in RELEASES] == [512, 512, 512, 2048, 2048, 2048, 2048]
+    assert [b[v].max_num_seqs_default for v in RELEASES] == [1024] * 5 + [256] * 2  # 0.8.0 yaml :260 = 1024
+    assert b["0.8"].critic_always_dynamic and b["0.8"].critic_update_budget_from_ppo
+    assert not b["0.7.1"].critic_always_dynamic
+    # 0.9.0 vs 0.9.1: deferred sync, logits copy at T = 1, graphs outside the budget with vLLM 0.18-0.20
+    assert b["0.9.0"].always_defer_grad_sync and not b["0.9.1"].always_defer_grad_sync
+    assert b["0.9.0"].temperature_copy_at_one and not b["0.9.1"].temperature_copy_at_one
+    assert not b["0.9.0"].vllm_cudagraph_in_budget and b["0.9.1"].vllm_cudagraph_in_budget
+    assert [b[v].max_model_len_rule for v in RELEASES] == [
+        "set_or_prompt_response",
+        "set_or_prompt_response",
+        "forced_max_position",
+        *["set_or_max_position"] * 4,
+    ]
 
 
 def test_unknown_version_falls_back_to_current():
-    assert behaviour("1.0") is VERSION_BEHAVIOUR["0.9"]
+    assert behaviour("1.0") is VERSION_BEHAVIOUR["0.9.1"]
+
+
+def test_max_model_len_per_release():
+    # Qwen2.5-7B preset: max_position_embeddings 131072 (presets/models).
+    for version, set_len, expected in (
+        ("0.6", None, "sequence"),  # 0.6.0 vllm_rollout_spmd.py:159: max_model_len or prompt + response
+        ("0.6", 4096, 4096),
+        ("0.7.0", 4096, 131072),  # 0.7.0 vllm_async_server.py:198: forced to max_position_embeddings
+        ("0.7.1", None, 131072),  # 0.7.1 :114-115: null -> max_position_embeddings
+        ("0.9.1", 4096, 4096),
+    ):
+        s = load_scenario(PRESET, overrides={"verl_version": version, "rollout.max_model_len": set_len})
+        r = resolve(s)
+        seq = s.data.max_prompt_length + s.data.max_response_length
+        assert r.actor_arch.max_position_embeddings == 131072
+        want = seq if expected == "sequence" else expected
+        assert max_model_len(s, r.actor_arch) == r.rollout.max_model_len == want, version
+
+
+def test_090_defers_gradient_sync_and_copies_logits_at_temperature_one():
+    s91 = load_scenario(PRESET, overrides={"verl_version": "0.9.1", "rollout.temperature": 1.0})
+    s90 = load_scenario(PRESET, overrides={"verl_version": "0.9.0", "rollout.temperature": 1.0})
+    r90 = resolve(s90)
+    assert r90.actor.fsdp.use_no_sync_for_gradient_accumulation  # forced by the release
+    assert not resolve(s91).actor.fsdp.use_no_sync_for_gradient_accumulation
+    assert any(d.key == "actor.fsdp_config.use_no_sync_for_gradient_accumulation" for d in r90.decisions)
+    upd91 = next(p for p in estimate(s91).phases if p.name == Phase.UPDATE_ACTOR)
+    upd90 = next(p for p in estimate(s90).phases if p.name == Phase.UPDATE_ACTOR)
+    # 0.9.0 holds unsharded fp32 grads: 4 B x P on every GPU instead of 4 B x P / 8 (Qwen2.5-7B,
+    # P = 7,615,616,512: 28.37 GiB vs 3.55 GiB), and a second logits copy at T = 1.
+    assert upd90.total_gib > upd91.total_gib + 24

@@ -463,3 +463,33 @@ def test_verl_checks_are_shown_once_with_their_severity() -> None:
         assert sum(md(c.message, limit=2000) == v for v in errors + warnings) == 1, c.message
         assert md(c.message, limit=2000) in shown_in
     assert not any(v.startswith("verl: ") for v in errors + warnings)
+
+
+def test_verl_import_resets_inherited_mean_and_matches_the_cli(tmp_path) -> None:
+    """Issue 13 item 9: a pasted script with max_response_length=4096 does not keep the preset's mean 600; the
+    dashboard's import and the CLI's --verl give the same step time for the same script."""
+    import json
+
+    from calculator.cli.main import main
+
+    script = "python3 -m verl.trainer.main_ppo \\\n data.max_response_length=4096 \\\n actor_rollout_ref.rollout.n=8\n"
+    at = run_app()
+    at.switch_page("ui/pages/verl_io.py").run()
+    at.text_area(key=keys.VERL_IMPORT_TEXT).input(script).run()
+    assert not at.exception
+    assert any("data.mean_response_length reset from 600" in c.value for c in at.caption)
+    at.button(key=keys.VERL_IMPORT_APPLY).click().run()
+    at.switch_page("ui/pages/estimate.py").run()
+    assert not at.exception
+    path = tmp_path / "run.sh"
+    path.write_text(script)
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["estimate", DEFAULT_PRESET, "--verl", str(path), "--json"]) == 0
+    cli = json.loads(out.getvalue())
+    assert metrics(at)[tr("en", "metric.step_time")] == f"{cli['time']['step_s']:,.1f} s"
+    mean_kept = estimate(load_scenario(DEFAULT_PRESET, overrides={"data.max_response_length": 4096, "rollout.n": 8}))
+    assert cli["time"]["step_s"] != mean_kept.time.step_s  # the mean 600 would give another step time

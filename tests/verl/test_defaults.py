@@ -12,16 +12,25 @@ from calculator.inputs.scenario import MegatronSection
 
 # Added with '+' into the engine_kwargs pass-through dict (default {}): no default to copy.
 NO_DEFAULT = {"actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype"}
-# Megatron-core optimizer overrides (added with '+' into optim.override_optimizer_config, absent from verl's
-# config) take Megatron-core OptimizerConfig's defaults, which calculator/verl/defaults.py copies from the section.
-MEGATRON_NO_DEFAULT: set[str] = set()
+# Megatron: the '+' keys of optim.override_optimizer_config and megatron.grad_offload (removed in verl 0.9.1):
+# absent from the 0.9.1 config, so Megatron-core's default (= the Scenario's) applies.
+NO_MEGATRON_DEFAULT = {
+    f"{role}.{path}"
+    for role in ("actor_rollout_ref.actor", "critic")
+    for path in (
+        "megatron.grad_offload",
+        "optim.override_optimizer_config.optimizer_cpu_offload",
+        "optim.override_optimizer_config.optimizer_offload_fraction",
+        "optim.override_optimizer_config.overlap_cpu_optimizer_d2h_h2d",
+    )
+}
 
 
 @pytest.mark.parametrize("engine", ["fsdp", "megatron"])
 def test_every_mapped_key_of_the_engine_has_a_default(engine: str):
     defaults = V.verl_defaults(engine)
     missing = {km.verl for km in V.KEY_MAPS if engine in km.engines and km.verl not in defaults}
-    assert missing == NO_DEFAULT | (MEGATRON_NO_DEFAULT if engine == "megatron" else set())
+    assert missing == NO_DEFAULT | (NO_MEGATRON_DEFAULT if engine == "megatron" else set())
 
 
 def test_required_and_interpolated_values_are_kept_as_text():

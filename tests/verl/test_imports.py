@@ -114,3 +114,41 @@ def test_hostile_text_within_a_cpu_bound(tmp_path: Path) -> None:
         cpu_s=5,
     )
     assert not list(tmp_path.iterdir()), "something was executed"
+
+
+# Reconstructed from verl examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh (volcengine/verl
+# b178a3cd56f5, lines 70, 113-120): Megatron-core's hybrid CPU optimizer through the '+' pass-through keys.
+DSV3_OPTIM_LINES = """
+optimizer_offload_fraction=${OFFLOAD_FRACTION:-1.}
+python3 -m verl.trainer.main_ppo --config-path=config --config-name='ppo_megatron_trainer.yaml' \\
+    +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction=${optimizer_offload_fraction} \\
+    +actor_rollout_ref.actor.optim.override_optimizer_config.overlap_cpu_optimizer_d2h_h2d=True \\
+    +actor_rollout_ref.actor.optim.override_optimizer_config.use_precision_aware_optimizer=True \\
+    +actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload=True \\
+    actor_rollout_ref.actor.megatron.grad_offload=True
+"""
+
+
+def test_megatron_hybrid_cpu_optimizer_keys_map_to_scenario_fields():
+    natives, notes = import_verl_text(DSV3_OPTIM_LINES)
+    assert natives["actor.strategy"] == "megatron"  # --config-name ppo_megatron_trainer
+    assert natives["actor.megatron.optimizer_offload_fraction"] == 1.0
+    assert natives["actor.megatron.overlap_cpu_optimizer_d2h_h2d"] is True
+    assert natives["actor.megatron.use_precision_aware_optimizer"] is True
+    assert natives["actor.megatron.optimizer_cpu_offload"] is True
+    assert natives["actor.megatron.grad_offload"] is True
+    assert not any("not modelled" in n for n in notes), notes
+
+
+def test_megatron_hybrid_cpu_optimizer_exports_with_plus():
+    s = load_scenario_with_warnings(
+        "qwen2.5-7b-grpo-8xh100",
+        overrides={
+            "actor.strategy": "megatron",
+            "actor.megatron.optimizer_cpu_offload": True,
+            "actor.megatron.optimizer_offload_fraction": 0.5,
+        },
+    )[0]
+    keys = dict(V.export_overrides(s))
+    assert keys["+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload"] is True
+    assert keys["+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction"] == 0.5

@@ -47,7 +47,7 @@ def _put(d: dict[str, Any], key: str, value: Any) -> None:
 EXTRA_FIELDS: dict[str, list[Any]] = {
     "name": ["custom", "my run: 7B, GRPO", "ünïcode «run»"],
     "description": ["", "two\nlines", "quotes \" and ' and $HOME"],
-    "verl_version": ["0.9", "0.8", "0.7", "0.6"],
+    "verl_version": ["0.9", "0.9.1", "0.9.0", "0.8", "0.7", "0.7.1", "0.7.0", "0.6", "0.5"],
     "hardware.gpus_per_node": [8, 8, 4],
     "model.lora_alpha": [16, 32],
     "model.target_modules": ["all-linear", "attention", "mlp"],

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from calculator.inputs.scenario import Scenario
 from calculator.resolve.architectures import resolve_architectures
+from calculator.resolve.versions import behaviour
 from calculator.verl.checks.problem import (
     SRC_HEADS_SGLANG,
     SRC_HEADS_VLLM,
@@ -159,12 +160,29 @@ def _ulysses_heads_rules(s: Scenario, arch: Architecture) -> list[ConfigProblem]
     return out
 
 
+def _max_model_len_rule(s: Scenario, arch: Architecture) -> list[ConfigProblem]:
+    """From verl 0.7.1 a rollout.max_model_len above the model's max_position_embeddings is a startup error
+    (0.7.1 vllm_async_server.py:114-119; 0.9.1 vLLMHttpServer._validate_configs); 0.7.0 ignores the value and
+    0.5/0.6 (sync SPMD) pass it to vLLM (calculator/resolve/versions.py max_model_len_rule)."""
+    set_len, limit = s.rollout.max_model_len, arch.max_position_embeddings
+    if set_len is None or set_len <= limit or behaviour(s.verl_version).max_model_len_rule != "set_or_max_position":
+        return []
+    return [
+        _p(
+            "max_model_len_above_max_position",
+            "error",
+            f"max_model_len ({set_len}) should be less than or equal to max_position_embeddings ({limit})",
+            "verl/workers/rollout/vllm_rollout/vllm_async_server.py:vLLMHttpServer._validate_configs",
+        )
+    ]
+
+
 def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
     """Rollout world size and node rules, then (with a known model) heads over rollout TP and Ulysses SP."""
     out = _rollout_world_rules(s)
     if arch is None:
         return out
-    return out + _rollout_tp_heads_rule(s, arch) + _ulysses_heads_rules(s, arch)
+    return out + _rollout_tp_heads_rule(s, arch) + _ulysses_heads_rules(s, arch) + _max_model_len_rule(s, arch)
 
 
 def _parallel_rules(s: Scenario) -> list[ConfigProblem]:

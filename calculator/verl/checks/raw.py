@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from calculator.resolve.versions import behaviour
 from calculator.verl.checks.problem import SRC_ACTOR_POST, SRC_CRITIC_POST, SRC_INIT, SRC_VALIDATE, ConfigProblem, _p
 
 
-def check_raw_config(given: dict[str, Any], resolver: Any, engine: str) -> list[ConfigProblem]:
-    """Checks that need the raw verl keys: the deprecated global micro-batch sizes (a Scenario only has the
-    ``*_per_gpu`` ones). ``resolver.value(key)`` resolves a verl key (interpolations, verl defaults)."""
+def check_raw_config(given: dict[str, Any], resolver: Any, engine: str, version: str = "0.9") -> list[ConfigProblem]:
+    """The deprecated global micro-batch sizes (a Scenario only has the ``*_per_gpu`` ones); ``resolver.value``
+    resolves a verl key. Engine releases (0.8.0+) reject a global key alone; legacy ones convert it (verl.legacy)."""
+    engine_release = behaviour(version).worker_impl == "engine"
 
     def rv(key: str, default: Any = None) -> Any:
         try:
@@ -82,12 +84,12 @@ def check_raw_config(given: dict[str, Any], resolver: Any, engine: str) -> list[
                     src,
                 )
             )
-        elif old_v is not None and name in ("actor", "actor_rollout_ref.rollout"):
+        elif old_v is not None and engine_release and name in ("actor", "actor_rollout_ref.rollout"):
             out.append(
                 _p(
                     "micro_batch_deprecated",
                     "error",
-                    f"{old} (the deprecated global micro-batch) passes validate_config, but verl 0.9.1's engine reads "
+                    f"{old} (the deprecated global micro-batch) passes validate_config, but verl {version}'s engine reads "
                     f"only {new}: init_model fails on `assert ... {short_new} is not None`. Set {new} instead.",
                     SRC_INIT,
                 )

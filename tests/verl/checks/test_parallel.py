@@ -66,6 +66,15 @@ BAD: list[tuple[str, dict[str, Any], dict[str, Any], str, str, str]] = [
         "expert_parallel_size must be equal to tensor_model_parallel_size * data_parallel_size",
     ),
     (
+        # Qwen2.5-7B preset: max_position_embeddings 131072; verl 0.7.1+ raises above it
+        GRPO,
+        {"rollout.max_model_len": 200000, "data.max_prompt_length": 1024},
+        {},
+        "max_model_len_above_max_position",
+        "error",
+        "max_model_len (200000) should be less than or equal to max_position_embeddings (131072)",
+    ),
+    (
         GRPO,
         {},
         {"actor.ulysses_sequence_parallel_size": 2, "model.use_remove_padding": False},
@@ -122,6 +131,9 @@ GOOD: list[tuple[str, dict[str, Any], str]] = [
         "rollout_replica_nodes",
     ),
     (GRPO, {"rollout.expert_parallel_size": 2}, "rollout_ep"),
+    (GRPO, {"rollout.max_model_len": 131072}, "max_model_len_above_max_position"),
+    # verl 0.6 (sync SPMD) passes the value to vLLM without this check
+    (GRPO, {"rollout.max_model_len": 200000, "verl_version": "0.6"}, "max_model_len_above_max_position"),
     (GRPO, {"actor.ulysses_sequence_parallel_size": 4}, "ulysses_heads"),
     (GRPO, {"actor.ulysses_sequence_parallel_size": 2}, "ulysses_remove_padding"),
     (PPO, {"critic.ulysses_sequence_parallel_size": 2}, "ulysses_world"),

@@ -365,20 +365,21 @@ def test_every_key_of_verl_generated_config_is_classified(wheel, name):
     an alias / deprecated key / engine selection), or listed as irrelevant with a reason, or as not modelled
     with its likely effect (calculator/verl/ignored.py)."""
     from calculator.verl.ignored import classify
+    from calculator.verl.placement_keys import is_placement_key
 
     flat = _flat(yaml.safe_load(wheel.read(CONFIG + name)))
     assert len(flat) > 800
     unclassified = []
     for key in flat:
-        mapped = V.verl_to_native(key) is not None or key in V.DEPRECATED_MICRO_KEYS
+        mapped = V.verl_to_native(key) is not None or key in V.DEPRECATED_MICRO_KEYS or is_placement_key(key)
         engine_keys = {"trainer.n_gpus_per_node", "critic.ulysses_sequence_parallel_size"}
         kind = classify(key)
         if not (mapped or key in engine_keys or (kind is not None and kind[1])):
             unclassified.append(key)
     assert not unclassified, unclassified
     # the ones that matter are reported when a script sets them
-    _, notes = V.import_verl_text("actor_rollout_ref.rollout.layered_summon=True\nalgorithm.filter_groups.enable=True")
-    assert any("layered_summon: not modelled; likely effect" in n for n in notes)
+    s, notes = V.import_verl_text("actor_rollout_ref.rollout.layered_summon=True\nalgorithm.filter_groups.enable=True")
+    assert s["rollout.layered_summon"] is True  # modelled (calculator/memory/sync.py)
     assert any("filter_groups.enable: not modelled" in n for n in notes)
 
 

@@ -95,13 +95,13 @@ def test_a_verl_error_check_is_a_reason():
 
 
 def test_fits_at_mean_but_not_at_max_lengths_keeps_fits():
-    """Worst case is its own verdict: fits stays true (peak 60.17 GiB at the mean lengths), worst_case_reasons
-    says why max lengths do not (max response 8192: update_actor 147.62 GiB > 79.22 GiB)."""
+    """Worst case is its own verdict: fits stays true (peak 62.20 GiB at the mean lengths), worst_case_reasons
+    says why max lengths do not (max response 8192: update_actor 149.65 GiB > 79.22 GiB)."""
     r = estimate(load_scenario(BASE, overrides={"data.max_response_length": 8192}))
     assert r.peak.fits and r.peak.reasons == [] and not r.peak.worst_case_fits
     assert r.peak.worst_case_reasons == [
-        "worst case (every sequence at max length) 147.62 GiB per GPU in update_actor > usable 79.22 GiB (over by "
-        "68.40 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
+        "worst case (every sequence at max length) 149.65 GiB per GPU in update_actor > usable 79.22 GiB (over by "
+        "70.43 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
         "(ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence "
         "parallelism."
     ]

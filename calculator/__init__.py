@@ -18,6 +18,7 @@ from calculator.inputs.algorithms import (
     algorithm_label,
     recipe_overrides,
 )
+from calculator.inputs.display import differs_from, scenario_title
 from calculator.inputs.presets import (
     MAX_INPUT_BYTES,
     gpu_presets,
@@ -47,6 +48,8 @@ from calculator.verl.checks import ConfigProblem, check_config
 
 __all__ = [
     "dump_yaml",
+    "differs_from",
+    "scenario_title",
     "PHASE_ORDER",
     "Comp",
     "Phase",

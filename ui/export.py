@@ -134,6 +134,19 @@ def figure_png(fig: go.Figure, *, width: int = PNG_WIDTH, height: int = PNG_HEIG
             return fig.to_image(format="png", width=width, height=height, scale=scale)
 
 
+def with_header(fig: go.Figure, header: str | None = None, note: str | None = None) -> go.Figure:
+    """A copy of the figure that describes itself in a PNG: ``header`` (the scenario: model, GPUs; user text,
+    shown as typed) in bold, then ``note`` (what the chart shows: "max lengths", the step total), then the
+    figure's own title if it has one. Static export has no automargin: the top margin grows with the lines."""
+    own = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
+    lines = ([f"<b>{plain_text(header)}</b>"] if header else []) + ([note] if note else []) + ([own] if own else [])
+    out = go.Figure(fig)
+    out.update_layout(margin=dict(l=80, r=40, t=40 + 24 * len(lines), b=40))
+    if lines:
+        out.update_layout(title=dict(text="<br>".join(lines), x=0.01, xanchor="left", y=0.98, yanchor="top"))
+    return out
+
+
 def toolbar_config(filename: str) -> dict:
     """plotly.js config for st.plotly_chart: the camera button downloads a 2x PNG named after the chart."""
     return {

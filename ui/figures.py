@@ -252,8 +252,25 @@ def _top(report: Report, phases: Sequence[PhaseOut]) -> float:
     return max([p.total_gib for p in phases] + [report.hardware.usable_memory_gib]) * 1.12
 
 
+def phase_tick(name: str) -> str:
+    """A phase name on two lines, split at the underscore that balances them ("old_log_<br>prob"): horizontal
+    tick labels that neither rotate into the legend nor get clipped (PPO has seven phases)."""
+    cuts = [i for i, ch in enumerate(name) if ch == "_"]
+    if len(name) <= 8 or not cuts:
+        return name
+    i = min(cuts, key=lambda c: max(c + 1, len(name) - c - 1))
+    return f"{name[: i + 1]}<br>{name[i + 1 :]}"
+
+
+def phase_axis(phases: Sequence[PhaseOut]) -> dict:
+    names = [p.name for p in phases]
+    return dict(tickangle=0, tickvals=names, ticktext=[phase_tick(n) for n in names], automargin=True)
+
+
 def _stacked(report: Report, phases: list[PhaseOut], traces: list[dict], lang: str, title: str | None) -> go.Figure:
     layout = _layout(lang, title, height=520)
+    layout["xaxis"].update(phase_axis(phases))
+    layout["legend"]["y"] = -0.16  # below the two-line phase labels
     shapes, labels = _limit_lines(report, lang)
     layout["shapes"] = shapes
     layout["annotations"] = labels + _total_labels(phases)

@@ -152,19 +152,22 @@ def chart(fig: go.Figure, key: str, filename: str) -> None:
     st.plotly_chart(fig, key=key, config=export.toolbar_config(filename), width="stretch")
 
 
-def png_button(fig: go.Figure, key: str, filename: str, label: str | None = None, title: str | None = None) -> None:
+def png_button(
+    fig: go.Figure,
+    key: str,
+    filename: str,
+    label: str | None = None,
+    title: str | None = None,
+    note: str | None = None,
+) -> None:
     """A PNG download rendered server-side by kaleido on click (deferred: no cost until clicked).
-    ``title`` is added to a copy of the figure at that moment (the on-page chart has none)."""
+    ``title`` (the scenario) and ``note`` (what the chart shows) head a copy of the figure (``export.with_header``)."""
     L = state.lang()
     if not export.png_export_available():
         return
 
     def render_png() -> bytes:
-        out = go.Figure(fig)
-        out.update_layout(margin=dict(l=80, r=40, t=80 if title else 40, b=40))  # static export: no automargin
-        if title:
-            out.update_layout(title=dict(text=title, x=0.01, xanchor="left"))
-        return export.figure_png(out)
+        return export.figure_png(export.with_header(fig, title, note))
 
     st.download_button(
         label or tr(L, "dl.png"),

@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from calculator import Report, estimate
-from ui import figures, inputs, keys, render, state, summary
-from ui.figures_time import step_time_figure
+from ui import catalogue, figures, inputs, keys, render, state, summary
+from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
 from ui.text import md
 
@@ -43,7 +43,7 @@ fig_time = step_time_figure(report, lang=L) if report.time is not None else None
 left, right = st.columns([3, 2], gap="large")
 
 with left:
-    head_l, head_r = st.columns([3, 2], vertical_alignment="center")
+    head_l, head_r = st.columns([1, 1], vertical_alignment="center")
     head_l.markdown(f"**{tr(L, 'est.memory')}**")
     with head_r:
         worst = (
@@ -110,13 +110,8 @@ with right:
         st.markdown(
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
         )
-        fig_time.update_layout(
-            title=None,
-            margin=dict(l=10, r=10, t=10, b=10),
-            legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
-            height=(fig_time.layout.height or 400) + 120,
-        )
-        render.chart(fig_time, keys.CHART_TIME, "rlplan-step-time")
+        # the page's copy: the export keeps the figure's own title with the total
+        render.chart(step_time_page_figure(fig_time), keys.CHART_TIME, "rlplan-step-time")
     ro = report.rollout
     with st.container(border=True):
         st.markdown(f"**{tr(L, 'est.rollout_title', engine=ro.engine, replicas=ro.num_replicas)}**")
@@ -167,6 +162,7 @@ with right:
 
 # ----------------------------------------------------------------------------- share and export
 st.markdown(f"#### {tr(L, 'est.export')}")
+base = catalogue.base_scenario()
 slug = (report.model.name + "-" + report.hardware.gpu).replace(" ", "_").replace("/", "_")[:60]
 buttons = st.columns(6 if fig_time is not None else 5)
 with buttons[0]:
@@ -194,7 +190,7 @@ with buttons[1]:
 with buttons[2]:
     st.download_button(
         tr(L, "dl.md"),
-        data=summary.markdown_summary(scenario, report, L, algorithm=algo),
+        data=summary.markdown_summary(scenario, report, L, algorithm=algo, base=base),
         file_name=f"summary-{slug}.md",
         mime="text/markdown",
         key=keys.DL_MD,
@@ -202,13 +198,19 @@ with buttons[2]:
         icon=":material/article:",
         width="stretch",
     )
-title = f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · {algo}"
+title = f"{summary.title(scenario, report, base)} · {algo}"
+case_note = tr(L, "png.case.worst" if worst else "png.case.expected")
 with buttons[3]:
     render.png_button(
-        fig_components, keys.DL_PNG_COMPONENTS, f"memory-components-{slug}", tr(L, "dl.png_components"), title
+        fig_components,
+        keys.DL_PNG_COMPONENTS,
+        f"memory-components-{slug}",
+        tr(L, "dl.png_components"),
+        title,
+        case_note,
     )
 with buttons[4]:
-    render.png_button(fig_roles, keys.DL_PNG_ROLES, f"memory-roles-{slug}", tr(L, "dl.png_roles"), title)
+    render.png_button(fig_roles, keys.DL_PNG_ROLES, f"memory-roles-{slug}", tr(L, "dl.png_roles"), title, case_note)
 if fig_time is not None:
     with buttons[5]:
         render.png_button(fig_time, keys.DL_PNG_TIME, f"step-time-{slug}", tr(L, "dl.png_time"), title)

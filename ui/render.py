@@ -13,6 +13,7 @@ import streamlit as st
 from calculator import Advice, Report, Scenario, advise
 from ui import export, fields, keys, state
 from ui.i18n import tr
+from ui.i18n_messages import check_text, lever_title
 from ui.text import md, md_lines
 
 VERL_WARNING_PREFIX = "verl: "  # estimate() appends check_config's messages to report.warnings this way
@@ -200,10 +201,11 @@ def warnings(report: Report, scenario: Scenario) -> None:
         if checks:
             st.markdown(f"**{tr(L, 'head.verl_checks', n=len(checks))}**")
             for c in checks:
+                text = check_text(c.rule, md(c.message, limit=2000), L)
                 if c.severity == "error":
-                    st.error(md(c.message, limit=2000), icon=":material/error:")
+                    st.error(text, icon=":material/error:")
                 else:
-                    st.warning(md(c.message, limit=2000), icon=":material/info:")
+                    st.warning(text, icon=":material/info:")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -248,7 +250,8 @@ def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
             c = st.columns([5, 2, 2, 2, 2], vertical_alignment="center")
             mark = ":green[:material/check_circle:]" if sg.fits else ":orange[:material/remove_circle:]"
             c[0].markdown(
-                f"{mark} **{sg.title}**", help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides)
+                f"{mark} **{md(lever_title(sg.lever, sg.title, L))}**",
+                help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides),
             )
             c[1].markdown(f"{sg.peak_gib_per_gpu:.2f} GiB")
             c[2].markdown(f"−{sg.saving_gib:.2f} GiB" if sg.saving_gib >= 0 else f"+{-sg.saving_gib:.2f} GiB")

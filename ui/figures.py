@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from calculator import PhaseOut, Report
-from ui.export import plain_text
+from ui.export import FONT_FAMILY, plain_text
 from ui.i18n import tr, tr_or
 
 _BLUES = ("#08306b", "#08519c", "#2171b5", "#4292c6", "#6baed6", "#9ecae1", "#c6dbef")
@@ -76,7 +76,7 @@ COMPONENT_ORDER: tuple[str, ...] = (
 _FALLBACK = ("#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b", "#7b4173", "#a55194")
 USABLE_LINE_COLOR = "#c0392b"
 BUDGET_LINE_COLOR = "#7f8c8d"
-FONT = dict(family="Inter, Source Sans Pro, Noto Sans CJK SC, sans-serif", size=13)
+FONT = dict(family=FONT_FAMILY, size=13)
 
 
 def component_color(name: str) -> str:

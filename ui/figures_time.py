@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from calculator import PHASE_ORDER, Report, TradeoffPoint, pareto_front
+from ui.export import FONT_FAMILY
 
 PHASE_COLORS: dict[str, str] = {
     "rollout": "#f16913",
@@ -52,7 +53,7 @@ FEASIBLE_COLOR = "#2171b5"
 FRONT_COLOR = "#e6550d"
 CURRENT_COLOR = "#111111"
 USABLE_LINE_COLOR = "#c0392b"
-FONT = dict(family="Inter, Source Sans Pro, Noto Sans CJK SC, sans-serif", size=13)
+FONT = dict(family=FONT_FAMILY, size=13)
 _FALLBACK = ("#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b")
 
 _LABELS: dict[str, dict[str, str]] = {

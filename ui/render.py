@@ -179,6 +179,7 @@ def png_button(
         on_click="ignore",
         icon=":material/image:",
         width="stretch",
+        help=tr(L, "dl.no_cjk_font") if L == "zh" and not export.cjk_font_installed() else None,
     )
 
 

@@ -3,9 +3,12 @@ the scenario YAML. The PNG bytes themselves are checked in tests/system/test_png
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from calculator import estimate, load_scenario
+from tests.support.paths import ROOT
 from ui import export, figures, summary
 from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr
@@ -72,3 +75,15 @@ def test_phase_ticks_are_horizontal_two_line_labels() -> None:
     # "old_" + "log_prob" and "old_log_" + "prob" both have an 8-character longest line: the first cut wins
     assert figures.phase_tick("old_log_prob") == "old_<br>log_prob"
     assert figures.phase_tick("rollout") == "rollout"
+
+
+def test_figures_name_the_cjk_font_the_image_installs() -> None:
+    """Chinese in server-side PNGs: the Dockerfile installs a CJK font and the figures ask for it by family."""
+    families = {"fonts-wqy-microhei": "WenQuanYi Micro Hei", "fonts-noto-cjk": "Noto Sans CJK SC"}
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    installed = [fam for pkg, fam in families.items() if re.search(rf"\b{pkg}\b", dockerfile)]
+    assert installed, "the Dockerfile installs no CJK font"
+    for fam in installed:
+        assert fam in export.CJK_FONT_FAMILIES
+    assert figures.FONT["family"] == export.FONT_FAMILY
+    assert export.FONT_FAMILY.index("WenQuanYi") < export.FONT_FAMILY.index("sans-serif")

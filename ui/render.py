@@ -14,6 +14,7 @@ from calculator import Advice, Report, Scenario, advise
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.i18n_messages import check_text, lever_title
+from ui.i18n_warnings import warning_text
 from ui.text import md, md_lines
 
 VERL_WARNING_PREFIX = "verl: "  # estimate() appends check_config's messages to report.warnings this way
@@ -198,7 +199,7 @@ def warnings(report: Report, scenario: Scenario) -> None:
         if own:
             st.markdown(f"**{tr(L, 'head.warnings', n=len(own))}**")
             for w in own:
-                st.warning(md(w, limit=2000), icon=":material/warning:")
+                st.warning(md(warning_text(w, L), limit=2000), icon=":material/warning:")
         if checks:
             st.markdown(f"**{tr(L, 'head.verl_checks', n=len(checks))}**")
             for c in checks:

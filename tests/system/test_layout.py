@@ -39,6 +39,11 @@ CLIPPED_JS = """(selector) => {
   }
   return out;
 }"""
+INSIDE_COLUMN_JS = """(selector) => [...document.querySelectorAll(selector)].map((el) => {
+  const col = el.closest('[data-testid="stColumn"]');
+  const a = el.getBoundingClientRect(), b = col.getBoundingClientRect();
+  return a.width === 0 || (a.left >= b.left - 1 && a.right <= b.right + 1);  // width 0: a hidden help icon
+})"""
 METRIC_PARTS = '[data-testid="stMetricValue"], [data-testid="stMetricLabel"], [data-testid="stMetricDelta"]'
 
 
@@ -83,8 +88,11 @@ def test_metric_cards_are_not_clipped(
     clipped = pg.evaluate(CLIPPED_JS, METRIC_PARTS)
     assert not clipped, clipped
     # the Mean/Max (expected/worst) control shows whole labels
-    clipped = pg.evaluate(CLIPPED_JS, f".st-key-{keys.VIEW_CASE} button, .st-key-{keys.VIEW_CASE} button *")
+    clipped = pg.evaluate(CLIPPED_JS, f".st-key-{keys.VIEW_CASE}, .st-key-{keys.VIEW_CASE} *")
     assert not clipped, clipped
+    # ... and stays inside its page column (a group wider than the column is cut at the column's edge)
+    inside = pg.evaluate(INSIDE_COLUMN_JS, f".st-key-{keys.VIEW_CASE} button")
+    assert all(inside), inside
 
 
 @pytest.mark.parametrize("size", VIEWPORTS, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -43,9 +43,9 @@ fig_time = step_time_figure(report, lang=L) if report.time is not None else None
 left, right = st.columns([3, 2], gap="large")
 
 with left:
-    head_l, head_r = st.columns([1, 1], vertical_alignment="center")
-    head_l.markdown(f"**{tr(L, 'est.memory')}**")
-    with head_r:
+    # the heading and the Mean/Max control share a row that wraps when the column is narrow (never clipped)
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        st.markdown(f"**{tr(L, 'est.memory')}**", width="content")
         worst = (
             st.segmented_control(
                 tr(L, "est.case"),

@@ -451,6 +451,7 @@ def test_verl_checks_are_shown_once_with_their_severity() -> None:
     """estimate() also lists verl's config checks in report.warnings ("verl: ..."); the page shows them once,
     from check_config, as errors or warnings by severity."""
     from calculator.verl.checks import check_config
+    from ui.i18n_messages import check_text
     from ui.text import md
 
     overrides = {"actor.ppo_micro_batch_size_per_gpu": 7}
@@ -460,6 +461,7 @@ def test_verl_checks_are_shown_once_with_their_severity() -> None:
     errors, warnings = [e.value for e in at.error], [w.value for w in at.warning]
     for c in checks:
         shown_in = errors if c.severity == "error" else warnings
-        assert sum(md(c.message, limit=2000) == v for v in errors + warnings) == 1, c.message
-        assert md(c.message, limit=2000) in shown_in
+        text = check_text(c.rule, md(c.message, limit=2000), "en")  # the rule's headline, then verl's message
+        assert sum(text == v for v in errors + warnings) == 1, c.message
+        assert text in shown_in
     assert not any(v.startswith("verl: ") for v in errors + warnings)

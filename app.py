@@ -56,8 +56,24 @@ st.markdown(
 <style>
   .block-container {padding-top: 3.2rem; padding-bottom: 2rem;}
   [data-testid="stSidebar"] [data-testid="stExpander"] details summary p {font-weight: 600;}
-  [data-testid="stMetricValue"] {font-size: 1.45rem;}
-  section[data-testid="stSidebar"] {min-width: 350px;}
+  /* Metric cards wrap instead of clipping ("400.74 …") at 1280-1440 px; the value shrinks with the window. */
+  [data-testid="stMetricValue"] {font-size: clamp(1.1rem, 1.55vw, 1.45rem);}
+  [data-testid="stMetricValue"], [data-testid="stMetricLabel"], [data-testid="stMetricDelta"],
+  [data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] *, [data-testid="stMetricDelta"] * {
+    white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+    word-break: normal !important; overflow-wrap: normal !important;
+  }
+  /* A row of metric cards wraps onto a second line rather than squeezing six cards into 130 px each. */
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stMetric"]) {flex-wrap: wrap;}
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stMetric"]) > [data-testid="stColumn"] {
+    min-width: 160px; flex: 1 1 160px;
+  }
+  [data-testid="stMetricDelta"] {align-items: flex-start;}
+  /* Only the open sidebar is wide: a collapsed one gives the content its width back. */
+  section[data-testid="stSidebar"]:not([data-collapsed="true"]) {min-width: 350px;}
+  /* Segmented controls (expected / worst case) show whole labels. */
+  [data-testid="stButtonGroup"] button p {white-space: nowrap;}
+  [data-testid="stButtonGroup"] button {min-width: fit-content;}
 </style>
 """,
     unsafe_allow_html=True,

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         recipe_overrides,
         role_settings,
     )
+    from calculator.inputs.display import differs_from, scenario_title
     from calculator.inputs.limits import MAX_LOG_BYTES, MAX_TRACEBACK_BYTES
     from calculator.inputs.presets import (
         MAX_INPUT_BYTES,
@@ -70,6 +71,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from calculator.verl.checks import ConfigProblem, check_config
 
 _EXPORTS: dict[str, str] = {
+    "differs_from": "calculator.inputs.display",
+    "scenario_title": "calculator.inputs.display",
     "Calibration": "calculator.calibration.compare",
     "calibrate": "calculator.calibration.compare",
     "OomExplanation": "calculator.calibration.explain",
@@ -158,6 +161,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "dump_yaml",
+    "differs_from",
+    "scenario_title",
     "PHASE_ORDER",
     "Comp",
     "Phase",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from calculator import Scenario, load_scenario, preset_problems, scenario_preset, scenario_presets
+from ui import keys
 
 DEFAULT_PRESET = "qwen2.5-7b-grpo-8xh100"
 
@@ -44,3 +45,11 @@ def preset_scenario(preset_id: str) -> Scenario:
 def default_preset() -> str:
     ids = preset_ids()
     return DEFAULT_PRESET if DEFAULT_PRESET in ids else (ids[0] if ids else "")
+
+
+def base_scenario() -> Scenario | None:
+    """The preset the inputs started from (the exports say "based on preset X" once the inputs differ)."""
+    try:
+        return preset_scenario(st.session_state.get(keys.PRESET) or default_preset())
+    except Exception:  # an unreadable preset: the exports keep the scenario's own name
+        return None

@@ -17,10 +17,12 @@ to a proxy that does not exist (chromium makes background requests of its own at
 from __future__ import annotations
 
 import atexit
+import functools
 import html
 import os
 import re
 import shutil
+import subprocess
 import threading
 import warnings
 from pathlib import Path
@@ -33,6 +35,12 @@ OFFLINE_WRAPPER = Path(__file__).resolve().parent / "assets" / "chromium-offline
 PNG_WIDTH = 1400
 PNG_HEIGHT = 700
 PNG_SCALE = 2
+
+# Figure text: Latin faces first, then the CJK face the Docker image installs (fonts-wqy-microhei) and the one most
+# desktops have, so Chinese labels render in server-side PNGs. kaleido's chromium reads the font list once when it
+# starts: a font installed later needs a server restart (README "Chinese").
+CJK_FONT_FAMILIES = ("WenQuanYi Micro Hei", "Noto Sans CJK SC")
+FONT_FAMILY = ", ".join(("Inter", "Source Sans Pro", *CJK_FONT_FAMILIES, "sans-serif"))
 
 # Tags the figure builders write themselves, without attributes; any other tag (or one with attributes: style,
 # href, class) is escaped and shown as text.
@@ -58,6 +66,20 @@ def png_export_available() -> bool:
     except ImportError:
         return False
     return chromium_path() is not None
+
+
+@functools.cache
+def cjk_font_installed() -> bool:
+    """Whether fontconfig knows a font with Chinese glyphs (``fc-list :lang=zh``); without one, Chinese text in a
+    server-side PNG renders as empty boxes. Read once per process, like the font list of kaleido's chromium."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    try:
+        out = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out.stdout.strip())
 
 
 def _stop() -> None:
@@ -132,6 +154,19 @@ def figure_png(fig: go.Figure, *, width: int = PNG_WIDTH, height: int = PNG_HEIG
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fig.to_image(format="png", width=width, height=height, scale=scale)
+
+
+def with_header(fig: go.Figure, header: str | None = None, note: str | None = None) -> go.Figure:
+    """A copy of the figure that describes itself in a PNG: ``header`` (the scenario: model, GPUs; user text,
+    shown as typed) in bold, then ``note`` (what the chart shows: "max lengths", the step total), then the
+    figure's own title if it has one. Static export has no automargin: the top margin grows with the lines."""
+    own = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
+    lines = ([f"<b>{plain_text(header)}</b>"] if header else []) + ([note] if note else []) + ([own] if own else [])
+    out = go.Figure(fig)
+    out.update_layout(margin=dict(l=80, r=40, t=40 + 24 * len(lines), b=40))
+    if lines:
+        out.update_layout(title=dict(text="<br>".join(lines), x=0.01, xanchor="left", y=0.98, yanchor="top"))
+    return out
 
 
 def toolbar_config(filename: str) -> dict:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from calculator import PhaseOut, Report
-from ui.export import plain_text
+from ui.export import FONT_FAMILY, plain_text
 from ui.i18n import tr, tr_or
 
 _BLUES = ("#08306b", "#08519c", "#2171b5", "#4292c6", "#6baed6", "#9ecae1", "#c6dbef")
@@ -80,7 +80,7 @@ COMPONENT_ORDER: tuple[str, ...] = (
 _FALLBACK = ("#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b", "#7b4173", "#a55194")
 USABLE_LINE_COLOR = "#c0392b"
 BUDGET_LINE_COLOR = "#7f8c8d"
-FONT = dict(family="Inter, Source Sans Pro, Noto Sans CJK SC, sans-serif", size=13)
+FONT = dict(family=FONT_FAMILY, size=13)
 
 
 def component_color(name: str) -> str:
@@ -256,8 +256,25 @@ def _top(report: Report, phases: Sequence[PhaseOut]) -> float:
     return max([p.total_gib for p in phases] + [report.hardware.usable_memory_gib]) * 1.12
 
 
+def phase_tick(name: str) -> str:
+    """A phase name on two lines, split at the underscore that balances them ("old_log_<br>prob"): horizontal
+    tick labels that neither rotate into the legend nor get clipped (PPO has seven phases)."""
+    cuts = [i for i, ch in enumerate(name) if ch == "_"]
+    if len(name) <= 8 or not cuts:
+        return name
+    i = min(cuts, key=lambda c: max(c + 1, len(name) - c - 1))
+    return f"{name[: i + 1]}<br>{name[i + 1 :]}"
+
+
+def phase_axis(phases: Sequence[PhaseOut]) -> dict:
+    names = [p.name for p in phases]
+    return dict(tickangle=0, tickvals=names, ticktext=[phase_tick(n) for n in names], automargin=True)
+
+
 def _stacked(report: Report, phases: list[PhaseOut], traces: list[dict], lang: str, title: str | None) -> go.Figure:
     layout = _layout(lang, title, height=520)
+    layout["xaxis"].update(phase_axis(phases))
+    layout["legend"]["y"] = -0.16  # below the two-line phase labels
     shapes, labels = _limit_lines(report, lang)
     layout["shapes"] = shapes
     layout["annotations"] = labels + _total_labels(phases)

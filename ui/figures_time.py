@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from calculator import PHASE_ORDER, Report, TradeoffPoint, pareto_front
+from ui.export import FONT_FAMILY
 
 PHASE_COLORS: dict[str, str] = {
     "rollout": "#f16913",
@@ -63,7 +64,7 @@ FEASIBLE_COLOR = "#2171b5"
 FRONT_COLOR = "#e6550d"
 CURRENT_COLOR = "#111111"
 USABLE_LINE_COLOR = "#c0392b"
-FONT = dict(family="Inter, Source Sans Pro, Noto Sans CJK SC, sans-serif", size=13)
+FONT = dict(family=FONT_FAMILY, size=13)
 _FALLBACK = ("#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b")
 
 _LABELS: dict[str, dict[str, str]] = {
@@ -81,6 +82,14 @@ _LABELS: dict[str, dict[str, str]] = {
         "current": "current settings",
         "usable": "usable {gib:.1f} GiB",
         "tradeoff_title": "Memory / time trade-off ({n} settings, {f} fit)",
+        "v.ckpt": "gradient checkpointing",
+        "v.act_off": "activation offload",
+        "v.p_off": "parameter offload",
+        "v.o_off": "optimizer offload",
+        "v.fused": "fused kernels",
+        "v.tp": "rollout TP {n}",
+        "v.util": "rollout memory {u:g}",
+        "v.budget": "{k}k tokens per GPU",
     },
     "zh": {
         "step": "单步",
@@ -93,6 +102,14 @@ _LABELS: dict[str, dict[str, str]] = {
         "fits": "可运行",
         "no_fit": "显存不足",
         "front": "帕累托前沿",
+        "v.ckpt": "梯度检查点",
+        "v.act_off": "激活卸载",
+        "v.p_off": "参数卸载",
+        "v.o_off": "优化器卸载",
+        "v.fused": "融合算子",
+        "v.tp": "推理 TP {n}",
+        "v.util": "推理显存占比 {u:g}",
+        "v.budget": "每卡 {k}k token",
         "current": "当前配置",
         "usable": "可用 {gib:.1f} GiB",
         "tradeoff_title": "显存 / 时间权衡（{n} 种配置，{f} 种可运行）",
@@ -198,10 +215,60 @@ def _wrap(text: str, width: int = 90) -> str:
     return "<br>".join([*lines, line] if line else lines)
 
 
-def _hover(p: TradeoffPoint) -> str:
+def step_time_page_figure(fig: go.Figure) -> go.Figure:
+    """A copy of :func:`step_time_figure` for a narrow page column: no title (the page prints the total above
+    it), the legend below in two columns and the figure tall enough that plotly never turns the legend into a
+    scroll box hiding entries (it caps a legend at about half the figure's height)."""
+    out = go.Figure(fig)
+    entries = [t for t in out.data if t.showlegend is not False]
+    groups = {t.legendgroup for t in entries}
+    rows = sum(-(-sum(1 for t in entries if t.legendgroup == g) // 2) for g in groups)
+    legend_px = 22 * rows + 24 * len(groups) + 20
+    out.update_layout(
+        title=None,
+        margin=dict(l=10, r=10, t=10, b=10),
+        legend=dict(
+            orientation="h",
+            x=0,
+            xanchor="left",
+            y=-0.12,
+            yanchor="top",
+            font=dict(size=11),
+            entrywidth=0.5,
+            entrywidthmode="fraction",
+        ),
+        height=(fig.layout.height or 400) + 2 * legend_px,
+    )
+    return out
+
+
+def variant_text(settings: dict, lang: str = "en") -> str:
+    """A swept variant in words ("gradient checkpointing · parameter offload · rollout TP 2 · rollout memory
+    0.6"), from its settings rather than the calculator's short label ("ckpt · p-off · TP2 · util 0.6")."""
+    parts = []
+    if settings.get("model.enable_gradient_checkpointing"):
+        parts.append(_t(lang, "v.ckpt"))
+    if settings.get("model.enable_activation_offload"):
+        parts.append(_t(lang, "v.act_off"))
+    if any(v for k, v in settings.items() if k.endswith("param_offload")):
+        parts.append(_t(lang, "v.p_off"))
+    if any(v for k, v in settings.items() if k.endswith("optimizer_offload")):
+        parts.append(_t(lang, "v.o_off"))
+    if settings.get("model.use_fused_kernels"):
+        parts.append(_t(lang, "v.fused"))
+    if "rollout.tensor_model_parallel_size" in settings:
+        parts.append(_t(lang, "v.tp", n=settings["rollout.tensor_model_parallel_size"]))
+    if "rollout.gpu_memory_utilization" in settings:
+        parts.append(_t(lang, "v.util", u=settings["rollout.gpu_memory_utilization"]))
+    if "actor.ppo_max_token_len_per_gpu" in settings:
+        parts.append(_t(lang, "v.budget", k=settings["actor.ppo_max_token_len_per_gpu"] // 1024))
+    return " · ".join(parts)
+
+
+def _hover(p: TradeoffPoint, lang: str = "en") -> str:
     settings = "<br>".join(f"{k} = {v}" for k, v in p.settings.items())
     return (
-        f"<b>{p.label}</b><br>peak {p.peak_gib_per_gpu:.1f} GiB ({p.peak_phase}) · step {p.step_s:.1f} s · "
+        f"<b>{variant_text(p.settings, lang)}</b><br>peak {p.peak_gib_per_gpu:.1f} GiB ({p.peak_phase}) · step {p.step_s:.1f} s · "
         f"{p.tokens_per_s_per_gpu:,.0f} tok/s/GPU<br>{settings}"
     )
 
@@ -225,7 +292,7 @@ def tradeoff_figure(
                 mode="markers",
                 name=_t(lang, key),
                 marker=dict(color=color, size=size, opacity=0.75),
-                hovertext=[_hover(p) for p in pts],
+                hovertext=[_hover(p, lang) for p in pts],
                 hoverinfo="text",
             )
         )
@@ -238,7 +305,7 @@ def tradeoff_figure(
             name=_t(lang, "front"),
             line=dict(color=FRONT_COLOR, width=2, shape="hv"),
             marker=dict(color=FRONT_COLOR, size=9),
-            hovertext=[_hover(p) for p in front],
+            hovertext=[_hover(p, lang) for p in front],
             hoverinfo="text",
         )
     )
@@ -252,7 +319,7 @@ def tradeoff_figure(
                 mode="markers",
                 name=_t(lang, "current"),
                 marker=dict(symbol="star", size=18, color=CURRENT_COLOR, line=dict(color="white", width=1)),
-                hovertext=[_hover(current)],
+                hovertext=[_hover(current, lang)],
                 hoverinfo="text",
             )
         )

@@ -78,6 +78,7 @@ CMP_QUICK = "cmp_quick"
 CMP_CHART = "cmp_chart"
 CMP_DL_PNG = "cmp_dl_png"
 CMP_DL_MD = "cmp_dl_md"
+LINK_PACKED = "link_packed"  # packed link parameters (cmp, script: ui/linkcodec.py) as the session opened
 
 
 def cmp_base(i: int) -> str:

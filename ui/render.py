@@ -13,6 +13,8 @@ import streamlit as st
 from calculator import Advice, Report, Scenario, Suggestion, advise
 from ui import export, fields, keys, state
 from ui.i18n import tr
+from ui.i18n_messages import check_text, lever_title
+from ui.i18n_warnings import warning_text
 from ui.text import md, md_lines
 
 VERL_WARNING_PREFIX = "verl: "  # estimate() appends check_config's messages to report.warnings this way
@@ -175,19 +177,22 @@ def chart(fig: go.Figure, key: str, filename: str) -> None:
     st.plotly_chart(fig, key=key, config=export.toolbar_config(filename), width="stretch")
 
 
-def png_button(fig: go.Figure, key: str, filename: str, label: str | None = None, title: str | None = None) -> None:
+def png_button(
+    fig: go.Figure,
+    key: str,
+    filename: str,
+    label: str | None = None,
+    title: str | None = None,
+    note: str | None = None,
+) -> None:
     """A PNG download rendered server-side by kaleido on click (deferred: no cost until clicked).
-    ``title`` is added to a copy of the figure at that moment (the on-page chart has none)."""
+    ``title`` (the scenario) and ``note`` (what the chart shows) head a copy of the figure (``export.with_header``)."""
     L = state.lang()
     if not export.png_export_available():
         return
 
     def render_png() -> bytes:
-        out = go.Figure(fig)
-        out.update_layout(margin=dict(l=80, r=40, t=80 if title else 40, b=40))  # static export: no automargin
-        if title:
-            out.update_layout(title=dict(text=title, x=0.01, xanchor="left"))
-        return export.figure_png(out)
+        return export.figure_png(export.with_header(fig, title, note))
 
     st.download_button(
         label or tr(L, "dl.png"),
@@ -198,6 +203,7 @@ def png_button(fig: go.Figure, key: str, filename: str, label: str | None = None
         on_click="ignore",
         icon=":material/image:",
         width="stretch",
+        help=tr(L, "dl.no_cjk_font") if L == "zh" and not export.cjk_font_installed() else None,
     )
 
 
@@ -216,14 +222,15 @@ def warnings(report: Report, scenario: Scenario) -> None:
         if own:
             st.markdown(f"**{tr(L, 'head.warnings', n=len(own))}**")
             for w in own:
-                st.warning(md(w, limit=2000), icon=":material/warning:")
+                st.warning(md(warning_text(w, L), limit=2000), icon=":material/warning:")
         if checks:
             st.markdown(f"**{tr(L, 'head.verl_checks', n=len(checks))}**")
             for c in checks:
+                text = check_text(c.rule, md(c.message, limit=2000), L)
                 if c.severity == "error":
-                    st.error(md(c.message, limit=2000), icon=":material/error:")
+                    st.error(text, icon=":material/error:")
                 else:
-                    st.warning(md(c.message, limit=2000), icon=":material/info:")
+                    st.warning(text, icon=":material/info:")
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -285,7 +292,7 @@ def _advice_row(i: int, sg: Suggestion) -> None:
         mark = ":grey[:material/block:]"
     why = "\n".join(f"- {x}" for x in sg.fit.reasons)
     c[0].markdown(
-        f"{mark} **{sg.title}**",
+        f"{mark} **{md(lever_title(sg.lever, sg.title, L))}**",
         help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides) + (f"\n\n{why}" if why else ""),
     )
     c[1].markdown(f"{sg.peak_gib_per_gpu:.2f} GiB")

@@ -69,8 +69,8 @@ __all__ = [  # the names pages and tests read from here (defined in ui.catalogue
     "widget_rules",
 ]
 
-# URL parameters that are not scenario fields.
-UI_PARAMS = ("preset", "lang", "algo", "size", "base")
+# URL parameters that are not scenario fields (cmp, script: packed by ui/linkcodec.py, read by their pages).
+UI_PARAMS = ("preset", "lang", "algo", "size", "base", "cmp", "script")
 MAX_URL_PARAMS = 200  # a link with more parameters than the scenario has fields is not one we wrote
 # A config.json in the share link (the query string the app writes into the address bar), URL-encoded. Proxies
 # and browsers cut URLs near 8 KB and the other parameters take well under 1 KiB; a longer config.json is left
@@ -231,6 +231,7 @@ def init_session() -> None:
     on_preset_change()
     problems += apply_url_fields(preset, params)
     ss[keys.URL_PROBLEMS] = problems
+    ss[keys.LINK_PACKED] = {k: params[k] for k in ("cmp", "script") if params.get(k)}  # read by their pages
     ss[keys.INITIALIZED] = True
 
 
@@ -450,9 +451,9 @@ def fits_in_link(config_text: str) -> bool:
     return len(urlencode({"model.config": config_text})) <= MAX_LINK_CONFIG_CHARS
 
 
-def sync_url(built: Built) -> None:
-    """Write the current inputs into the address bar (only when they changed, so reruns stay cheap)."""
-    params = url_params(built)
+def sync_url(built: Built, extra: dict[str, str] | None = None) -> None:
+    """Write the current inputs (and a page's ``extra`` parameters) into the address bar, only when they changed."""
+    params = url_params(built) | (extra or {})
     current = {k: st.query_params.get(k) for k in st.query_params}
     if current != params:
         st.query_params.from_dict(params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calculator import PhaseOut, Report, Scenario, dump_yaml, format_count
+from calculator import PhaseOut, Report, Scenario, dump_yaml, format_count, scenario_title
 from ui.fields import all_fields, encode_value, scenario_flat
 from ui.figures import component_formula, component_order
 from ui.i18n import tr
@@ -14,6 +14,13 @@ def scenario_yaml(s: Scenario) -> str:
     """The scenario as YAML that ``load_scenario(path)`` / ``--set``-free CLI use reads back unchanged
     (only fields that differ from the model defaults)."""
     data = s.model_dump(mode="json", exclude_defaults=True)
+    # The model and the GPUs are always written, even where they equal the field defaults: a reader of the file
+    # must not have to know the defaults to see what run it describes.
+    full = s.model_dump(mode="json")
+    data["model"] = {"path": full["model"]["path"], **data.get("model", {})}
+    data["hardware"] = full["hardware"]
+    order = ["name", "description", "model", "hardware"]
+    data = {k: data[k] for k in order if k in data} | {k: v for k, v in data.items() if k not in order}
     return dump_yaml(data, sort_keys=False, width=110)  # every string reads back (U+2028 / U+0085 escaped)
 
 
@@ -51,14 +58,23 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_summary(s: Scenario, report: Report, lang: str = "en", algorithm: str | None = None) -> str:
-    """A self-contained Markdown summary: settings, key figures, the peak phase's components, all phases."""
+def title(s: Scenario, report: Report, base: Scenario | None) -> str:
+    """The scenario's display name: the preset's name, or what is in use "(based on preset X)" once changed."""
+    hw = report.hardware
+    return scenario_title(s, base, model_name=report.model.name, num_gpus=hw.num_gpus, gpu_name=hw.gpu_name or hw.gpu)
+
+
+def markdown_summary(
+    s: Scenario, report: Report, lang: str = "en", algorithm: str | None = None, base: Scenario | None = None
+) -> str:
+    """A self-contained Markdown summary: settings, key figures, the peak phase's components, all phases.
+    ``base``: the preset the inputs started from (the title says "based on preset X" once they differ)."""
     r = report
     t = lambda key, **kw: tr(lang, key, **kw)  # noqa: E731
     fits = t("md.fits") if r.peak.fits else f"**{t('md.does_not_fit')}** ({t('md.why')} ↓)"
     worst_fits = t("md.fits") if r.peak.worst_case_fits else t("md.does_not_fit")
     lines = [
-        f"# {t('md.title')}: {s.name}",
+        f"# {t('md.title')}: {_md_escape(title(s, r, base))}",
         "",
         f"_{s.description}_" if s.description else "",
         "",

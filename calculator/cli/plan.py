@@ -18,6 +18,10 @@ from typing import Any
 
 from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import one_line, out
+from calculator.errors import InputError
+from calculator.inputs.display import scenario_title
+from calculator.inputs.scenario import Scenario
+from calculator.loading import load_scenario
 from calculator.planning.advisor import Advice, advise
 from calculator.planning.formats import plan_to_csv, plan_to_markdown
 from calculator.planning.planner import plan
@@ -25,6 +29,7 @@ from calculator.planning.rows import Plan
 from calculator.planning.settings import format_verl_value
 from calculator.planning.table import plan_table
 from calculator.planning.tradeoff import pareto_front, tradeoff_sweep
+from calculator.report.estimate import estimate
 
 
 def _gpu_list(text: str | None) -> list[str] | None:
@@ -85,10 +90,11 @@ def split_lines(p: Plan) -> list[str]:
     return lines
 
 
-def format_advice(a: Advice) -> str:
+def format_advice(a: Advice, title: str | None = None) -> str:
+    """The advice as text; ``title`` (the scenario's display name, ``scenario_title``) replaces ``a.scenario``."""
     b = a.base
     lines = [
-        f"{one_line(a.scenario)}: {a.num_gpus} x {one_line(a.gpu)}, peak {b.peak_gib_per_gpu:.1f} GiB ({b.peak_phase}), worst case "
+        f"{one_line(title or a.scenario)}: {a.num_gpus} x {one_line(a.gpu)}, peak {b.peak_gib_per_gpu:.1f} GiB ({b.peak_phase}), worst case "
         f"{b.worst_case_gib_per_gpu:.1f} GiB, limit {b.limit_gib_per_gpu:.1f} GiB ({a.margin:.0%} margin) -> {a.status}",
     ]
     lines += [f"  {one_line(reason)}" for reason in b.reasons]
@@ -167,9 +173,22 @@ def plan_main(args: argparse.Namespace, scenario_from_args: Callable[[argparse.N
             out(format_plan(p))
         return 0
     a = advise(scenario, margin=args.margin, max_gpus=args.max_gpus)
-    out(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a))
+    out(json.dumps(a.model_dump(mode="json"), indent=2) if args.json else format_advice(a, _title(args, scenario)))
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     return plan_main(args, scenario_from_args)
+
+
+def _title(args: argparse.Namespace, scenario: Scenario) -> str:
+    """The preset's name while nothing was changed, else the model and GPUs in use "(based on preset X)"."""
+    try:
+        base = load_scenario(args.scenario)
+        if args.scenario is None:
+            base = base.model_copy(update={"name": ""})  # the built-in defaults are no preset to name
+    except InputError:
+        return scenario.name
+    r = estimate(scenario, with_time=False)
+    hw = r.hardware
+    return scenario_title(scenario, base, model_name=r.model.name, num_gpus=hw.num_gpus, gpu_name=hw.gpu_name)

@@ -84,3 +84,14 @@ def test_cli_tradeoffs_json_and_text(capsys):
     text = capsys.readouterr().out
     assert f"{len(data['points'])} settings swept" in text and front[0]["label"] in text
     assert main(["tradeoffs", BASE, "--set", "rollout.n=0"]) == 2
+
+
+def test_advise_header_names_the_model_and_gpus_in_use() -> None:
+    """Issue 13 item 12: a 70B/H200 scenario from the 7B/H100 preset is not titled with the preset's name."""
+    import subprocess
+    import sys
+
+    args = ["advise", "qwen2.5-7b-grpo-8xh100", "--model", "llama3.1-70b", "--gpu", "h200-141gb", "--num-gpus", "32"]
+    res = subprocess.run([sys.executable, "-m", "calculator", *args], capture_output=True, text=True, check=False)
+    first = res.stdout.splitlines()[0]
+    assert first.startswith("Llama-3.1-70B, 32 x H200-SXM-141GB (based on preset Qwen2.5-7B GRPO, 8 x H100):"), first

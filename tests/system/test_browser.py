@@ -129,7 +129,9 @@ def test_compare_page_renders(server: Server, page, sync_api, artifacts_dir: Pat
     expect = sync_api.expect
     page.goto(f"{server.url}/compare")
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
-    expect(page.locator('[data-testid="stMetricValue"]')).to_have_count(2)
+    # two columns, each with its peak and its step time (issue 13 item 13)
+    expect(page.locator('[data-testid="stMetricValue"]')).to_have_count(4)
+    expect(page.locator('[data-testid="stMetric"]').filter(has_text=tr("en", "metric.step_time"))).to_have_count(2)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     page.screenshot(path=str(artifacts_dir / "compare.png"))
 

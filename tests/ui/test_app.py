@@ -367,7 +367,7 @@ def test_compare_page_aligns_scenarios() -> None:
     at = run_app()
     at.switch_page("ui/pages/compare.py").run()
     assert not at.exception
-    peaks = [m.value for m in at.metric]
+    peaks = [m.value for m in at.metric if m.label == tr("en", "metric.peak")]
     gae = estimate(load_scenario(DEFAULT_PRESET, overrides={"algorithm.adv_estimator": "gae"}))
     grpo = estimate(load_scenario(DEFAULT_PRESET))
     assert peaks == [f"{gae.peak.gib_per_gpu:.2f} GiB", f"{grpo.peak.gib_per_gpu:.2f} GiB"]
@@ -389,7 +389,8 @@ def test_quick_comparisons_run(quick: str) -> None:
     assert tr("en", f"cmp.quick.{quick}") in options, f"quick comparison {quick!r} is not offered: {options}"
     at.pills(key=keys.CMP_QUICK).set_value(quick).run()
     assert not at.exception
-    assert len(at.metric) == at.number_input(key=keys.CMP_COUNT).value
+    peaks = [m for m in at.metric if m.label == tr("en", "metric.peak")]
+    assert len(peaks) == at.number_input(key=keys.CMP_COUNT).value
 
 
 def test_advice_is_offered_and_applies_when_it_does_not_fit() -> None:
@@ -451,6 +452,7 @@ def test_verl_checks_are_shown_once_with_their_severity() -> None:
     """estimate() also lists verl's config checks in report.warnings ("verl: ..."); the page shows them once,
     from check_config, as errors or warnings by severity."""
     from calculator.verl.checks import check_config
+    from ui.i18n_messages import check_text
     from ui.text import md
 
     overrides = {"actor.ppo_micro_batch_size_per_gpu": 7}
@@ -460,8 +462,9 @@ def test_verl_checks_are_shown_once_with_their_severity() -> None:
     errors, warnings = [e.value for e in at.error], [w.value for w in at.warning]
     for c in checks:
         shown_in = errors if c.severity == "error" else warnings
-        assert sum(md(c.message, limit=2000) == v for v in errors + warnings) == 1, c.message
-        assert md(c.message, limit=2000) in shown_in
+        text = check_text(c.rule, md(c.message, limit=2000), "en")  # the rule's headline, then verl's message
+        assert sum(text == v for v in errors + warnings) == 1, c.message
+        assert text in shown_in
     assert not any(v.startswith("verl: ") for v in errors + warnings)
 
 

@@ -13,6 +13,7 @@ from ui.figures_time import (
     USABLE_LINE_COLOR,
     step_time_figure,
     tradeoff_figure,
+    variant_text,
 )
 
 BASE = "qwen2.5-7b-grpo-8xh100"
@@ -69,7 +70,7 @@ def test_tradeoff_traces(points):
     cur = next(p for p in points if p.is_current)
     assert (current.x[0], current.y[0]) == (cur.peak_gib_per_gpu, cur.step_s)
     assert current.marker.color == CURRENT_COLOR
-    assert any(cur.label in h for h in current.hovertext)
+    assert any(variant_text(cur.settings) in h for h in current.hovertext)
     assert all("rollout.gpu_memory_utilization" in h for h in fits.hovertext)
 
 
@@ -100,3 +101,22 @@ def test_mechanism_bars_carry_their_formula_in_the_hover():
         assert texts, name
     sync = list(r.time.phases_s).index("weight_sync")
     assert "checkpoint tensors" in bars["per_tensor_overhead"].customdata[sync]
+
+
+def test_variant_text_spells_out_the_settings() -> None:
+    """The trade-off table and hover say "parameter offload", never the calculator's short "p-off"."""
+    settings = {
+        "model.enable_gradient_checkpointing": True,
+        "actor.fsdp_config.param_offload": True,
+        "actor.fsdp_config.optimizer_offload": True,
+        "rollout.tensor_model_parallel_size": 2,
+        "rollout.gpu_memory_utilization": 0.6,
+        "actor.ppo_max_token_len_per_gpu": 16384,
+    }
+    text = variant_text(settings)
+    assert text == (
+        "gradient checkpointing · parameter offload · optimizer offload · rollout TP 2 · rollout memory 0.6"
+        " · 16k tokens per GPU"
+    )  # 16384 // 1024 = 16
+    assert "p-off" not in text and "o-off" not in text
+    assert "参数卸载" in variant_text(settings, "zh")

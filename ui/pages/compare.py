@@ -15,7 +15,8 @@ from calculator import (
     load_scenario_with_warnings,
     role_settings,
 )
-from ui import figures, keys, render, state, summary
+from ui import figures, keys, linkcodec, render, state, summary
+from ui.export import plain_text
 from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
 from ui.i18n import tr
 from ui.text import md, md_lines
@@ -111,8 +112,82 @@ def build_column(i: int, current: Scenario | None) -> tuple[Scenario | None, lis
         return None, [f"{type(exc).__name__}: {exc}"], []
 
 
+def link_columns(count: int) -> list[list[str]]:
+    """The comparison as it travels in the link: [base, label, changes] per column."""
+    ss = st.session_state
+    return [
+        [
+            str(ss.get(keys.cmp_base(i), CURRENT)),
+            str(ss.get(keys.cmp_label(i), "")),
+            str(ss.get(keys.cmp_overrides(i), "")),
+        ]
+        for i in range(count)
+    ]
+
+
+def restore_from_link(data: object) -> bool:
+    """Put a comparison read from the link into the column widgets; False (nothing set) unless it has the shape
+    :func:`link_columns` writes. Bases that are no preset fall back to the current inputs; every text is cut to
+    its widget's bound (and checked again by ui.widget_rules like anything typed)."""
+    cols = data.get("c") if isinstance(data, dict) else None
+    if not isinstance(cols, list) or not 2 <= len(cols) <= MAX_SCENARIOS:
+        return False
+    if not all(isinstance(c, list) and len(c) == 3 and all(isinstance(v, str) for v in c) for c in cols):
+        return False
+    presets = set(state.preset_ids())
+    ss = st.session_state
+    ss[keys.CMP_COUNT] = len(cols)
+    for i, (base, label, overrides) in enumerate(cols):
+        ss[keys.cmp_base(i)] = base if base in presets else CURRENT
+        ss[keys.cmp_label(i)] = label[:MAX_LABEL_CHARS]
+        ss[keys.cmp_overrides(i)] = overrides[:MAX_INPUT_BYTES]
+    return True
+
+
+def write_link(built: state.Built, count: int) -> None:
+    """The address bar carries the current inputs and the comparison (packed, bounded: ui/linkcodec.py)."""
+    params = state.url_params(built)
+    code = linkcodec.pack({"c": link_columns(count)})
+    if code is None:
+        st.caption(tr(L, "cmp.link_too_long", kib=linkcodec.MAX_LINK_PARAM_CHARS // 1024))
+    else:
+        params["cmp"] = code
+    if {k: st.query_params.get(k) for k in st.query_params} != params:
+        st.query_params.from_dict(params)
+
+
+def time_metric(report: Report) -> None:
+    """Step time and tokens/s of one column, or "—" with the reason when the step cannot run."""
+    t = report.time
+    step_s = getattr(t, "step_s", None)
+    if t is None or step_s is None:
+        why = getattr(t, "reason", None) or tr(L, "err.no_time")
+        st.metric(tr(L, "metric.step_time"), "—", delta=why, delta_color="off", delta_arrow="off")
+        return
+    st.metric(
+        tr(L, "metric.step_time"),
+        f"{step_s:,.1f} s",
+        delta=f"{t.tokens_per_s:,.0f} tok/s",
+        delta_color="off",
+        delta_arrow="off",
+    )
+
+
+def column_names(items: list[tuple[str, Scenario, Report]]) -> str:
+    """Each column's label with the model and GPUs it runs (the comparison PNG names what it compares)."""
+    return " · ".join(
+        f"{i + 1}. {plain_text(label, limit=MAX_LABEL_CHARS)}: {plain_text(r.model.name)}, "
+        f"{r.hardware.num_gpus} × {plain_text(r.hardware.gpu_name or r.hardware.gpu)}"
+        for i, (label, _, r) in enumerate(items)
+    )
+
+
 L = state.lang()
 ss = st.session_state
+code = (ss.get(keys.LINK_PACKED) or {}).pop("cmp", None)  # the link's comparison, read once per session
+if code:
+    if not restore_from_link(linkcodec.unpack(code)):
+        ss[keys.URL_PROBLEMS] = [*(ss.get(keys.URL_PROBLEMS) or []), tr(L, "url.bad_cmp")]
 if keys.cmp_base(0) not in ss:
     apply_quick("ppo_grpo")
 
@@ -135,7 +210,8 @@ with top_r:
         )
     )
 
-current = state.build_scenario().scenario
+built = state.build_scenario()
+current = built.scenario
 presets = state.preset_ids()
 items: list[tuple[str, Scenario, Report]] = []
 columns = st.columns(count, gap="small")
@@ -187,6 +263,7 @@ for i, col in enumerate(columns):
                 f"{tr(L, 'metric.peak_phase')}: {p.phase} · {tr(L, 'metric.worst')}: {p.worst_case_gib_per_gpu:.2f} GiB"
             )
         )
+        time_metric(report)
         if notes:
             with st.expander(tr(L, "cmp.notes")):
                 for n in notes[:50]:
@@ -244,4 +321,8 @@ if len(items) >= 1:
             width="stretch",
         )
     with c2:
-        render.png_button(fig, keys.CMP_DL_PNG, "rlplan-comparison", tr(L, "cmp.dl_png"), tr(L, "cmp.md_title"))
+        render.png_button(
+            fig, keys.CMP_DL_PNG, "rlplan-comparison", tr(L, "cmp.dl_png"), tr(L, "cmp.png_title"), column_names(items)
+        )
+
+write_link(built, count)

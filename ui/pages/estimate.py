@@ -6,12 +6,11 @@ import json
 from urllib.parse import urlencode
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from calculator import Report
-from ui import cache, figures, inputs, keys, render, state, summary
-from ui.figures_time import step_time_figure
+from ui import cache, catalogue, figures, inputs, keys, render, state, summary
+from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
 from ui.placement import render_placement
 from ui.text import md, md_lines
@@ -43,27 +42,19 @@ render.advice(scenario, report)
 render_placement(scenario, report, L)  # split placements only (ui/placement.py)
 
 
-def _time_figure() -> go.Figure:
-    """The step-time figure as this page shows it (finished here: the cached figure is shared, never changed)."""
-    fig = step_time_figure(report, lang=L)
-    fig.update_layout(
-        title=None,
-        margin=dict(l=10, r=10, t=10, b=10),
-        legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top", font=dict(size=11)),
-        height=(fig.layout.height or 400) + 120,
-    )
-    return fig
-
-
 # ----------------------------------------------------------------------------- memory (left) | time and rollout (right)
 has_step = report.time is not None and report.time.step_s is not None
-fig_time = cache.cached_figure("step_time", key, _time_figure, L) if has_step else None
+# the exported figure keeps its title with the total; the page shows a copy laid out for the column
+fig_time = cache.cached_figure("step_time", key, lambda: step_time_figure(report, lang=L), L) if has_step else None
+fig_time_page = (
+    cache.cached_figure("step_time_page", key, lambda: step_time_page_figure(fig_time), L) if has_step else None
+)
 left, right = st.columns([3, 2], gap="large")
 
 with left:
-    head_l, head_r = st.columns([3, 2], vertical_alignment="center")
-    head_l.markdown(f"**{tr(L, 'est.memory')}**")
-    with head_r:
+    # the heading and the Mean/Max control share a row that wraps when the column is narrow (never clipped)
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        st.markdown(f"**{tr(L, 'est.memory')}**", width="content")
         worst = (
             st.segmented_control(
                 tr(L, "est.case"),
@@ -132,7 +123,7 @@ with right:
         st.markdown(
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
         )
-        render.chart(fig_time, keys.CHART_TIME, "rlplan-step-time")
+        render.chart(fig_time_page, keys.CHART_TIME, "rlplan-step-time")
     ro = report.rollout
     with st.container(border=True):
         st.markdown(f"**{tr(L, 'est.rollout_title', engine=ro.engine, replicas=ro.num_replicas)}**")
@@ -190,6 +181,7 @@ with right:
 
 # ----------------------------------------------------------------------------- share and export
 st.markdown(f"#### {tr(L, 'est.export')}")
+base = catalogue.base_scenario()
 slug = (report.model.name + "-" + report.hardware.gpu).replace(" ", "_").replace("/", "_")[:60]
 buttons = st.columns(6 if fig_time is not None else 5)
 with buttons[0]:
@@ -217,7 +209,7 @@ with buttons[1]:
 with buttons[2]:
     st.download_button(
         tr(L, "dl.md"),
-        data=lambda: summary.markdown_summary(scenario, report, L, algorithm=algo),
+        data=lambda: summary.markdown_summary(scenario, report, L, algorithm=algo, base=base),
         file_name=f"summary-{slug}.md",
         mime="text/markdown",
         key=keys.DL_MD,
@@ -225,13 +217,19 @@ with buttons[2]:
         icon=":material/article:",
         width="stretch",
     )
-title = f"{report.model.name} · {report.hardware.num_gpus} × {report.hardware.gpu_name} · {algo}"
+title = f"{summary.title(scenario, report, base)} · {algo}"
+case_note = tr(L, "png.case.worst" if worst else "png.case.expected")
 with buttons[3]:
     render.png_button(
-        fig_components, keys.DL_PNG_COMPONENTS, f"memory-components-{slug}", tr(L, "dl.png_components"), title
+        fig_components,
+        keys.DL_PNG_COMPONENTS,
+        f"memory-components-{slug}",
+        tr(L, "dl.png_components"),
+        title,
+        case_note,
     )
 with buttons[4]:
-    render.png_button(fig_roles, keys.DL_PNG_ROLES, f"memory-roles-{slug}", tr(L, "dl.png_roles"), title)
+    render.png_button(fig_roles, keys.DL_PNG_ROLES, f"memory-roles-{slug}", tr(L, "dl.png_roles"), title, case_note)
 if fig_time is not None:
     with buttons[5]:
         render.png_button(fig_time, keys.DL_PNG_TIME, f"step-time-{slug}", tr(L, "dl.png_time"), title)

@@ -7,10 +7,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from calculator import Scenario, TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
-from ui import inputs, keys, render, state
+from calculator import Scenario, TechniqueRow, TradeoffPoint, estimate, pareto_front, technique_table, tradeoff_sweep
+from ui import catalogue, inputs, keys, render, state, summary
 from ui.fields import encode_value
-from ui.figures_time import tradeoff_figure
+from ui.figures_time import tradeoff_figure, variant_text
 from ui.i18n import tr
 from ui.text import md
 
@@ -77,15 +77,18 @@ fig = tradeoff_figure(points, lang=L)
 render.chart(fig, keys.TO_CHART, "rlplan-tradeoffs")
 c_png, _ = st.columns([1, 5])
 with c_png:
-    render.png_button(fig, keys.TO_DL_PNG, "rlplan-tradeoffs")
+    header = summary.title(built.scenario, estimate(built.scenario, with_time=False), catalogue.base_scenario())
+    render.png_button(fig, keys.TO_DL_PNG, "rlplan-tradeoffs", title=header, note=tr(L, "png.tradeoffs"))
 
 st.markdown(f"**{tr(L, 'to.techniques')}**")
-st.dataframe(pd.DataFrame([technique_row(t) for t in techniques]), hide_index=True, width="stretch")
+# a static table: every note and setting in full (a data grid cuts long cells)
+st.table(pd.DataFrame([technique_row(t) for t in techniques]).set_index(tr(L, "to.technique")))
+st.caption(tr(L, "to.signs"))
 
 st.markdown(f"**{tr(L, 'to.pareto')}**")
 rows = [
     {
-        tr(L, "to.label"): p.label,
+        tr(L, "to.label"): variant_text(p.settings, L),
         tr(L, "to.peak"): round(p.peak_gib_per_gpu, 2),
         tr(L, "to.step"): round(p.step_s, 1),
         tr(L, "to.fits"): tr(L, "common.yes") if p.fits else tr(L, "common.no"),

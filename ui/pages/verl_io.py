@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from calculator import MAX_INPUT_BYTES, InputError, Scenario, format_overrides, load_scenario_with_warnings
-from ui import inputs, keys, render, state
+from ui import inputs, keys, linkcodec, render, state
 from ui.fields import encode_value, scenario_flat, settings_diff
 from ui.i18n import tr
 from ui.text import md, md_lines
@@ -38,10 +38,36 @@ def apply_imported(s: Scenario, n: int) -> None:
     st.toast(tr(state.lang(), "verl.import_applied", n=n), icon=":material/check_circle:")
 
 
+def script_from_link() -> None:
+    """A launch script shared in the link (``script``, packed by ui/linkcodec.py) goes into the paste box once."""
+    code = (st.session_state.get(keys.LINK_PACKED) or {}).pop("script", None)
+    if not code:
+        return
+    text = linkcodec.unpack_text(code)
+    if text is None:
+        st.session_state[keys.URL_PROBLEMS] = [
+            *(st.session_state.get(keys.URL_PROBLEMS) or []),
+            tr(L, "url.bad_script"),
+        ]
+    else:
+        st.session_state[keys.VERL_IMPORT_TEXT] = text[:MAX_INPUT_BYTES]
+
+
+def script_link_param() -> tuple[dict[str, str], bool]:
+    """({"script": packed} or {}, whether a pasted script was too long for the link)."""
+    text = st.session_state.get(keys.VERL_IMPORT_TEXT) or ""
+    if not text.strip() or len(text) > MAX_INPUT_BYTES:
+        return {}, False
+    code = linkcodec.pack_text(text)
+    return ({"script": code}, False) if code else ({}, True)
+
+
 L = state.lang()
+script_from_link()
 built = state.build_scenario()
 inputs.render_sidebar(built)
-state.sync_url(built)
+link_extra, script_too_long = script_link_param()
+state.sync_url(built, link_extra)
 
 st.markdown(f"#### {tr(L, 'verl.title')}")
 render.notices()
@@ -84,6 +110,8 @@ with right:
         placeholder="python3 -m verl.trainer.main_ppo \\\n  algorithm.adv_estimator=grpo \\\n  actor_rollout_ref.rollout.n=8 \\\n  trainer.n_gpus_per_node=8",
     )
     # The text is only parsed (calculator.verl never runs a shell): $(...) and backticks stay unresolved.
+    if script_too_long:
+        st.caption(tr(L, "verl.link_too_long", kib=linkcodec.MAX_LINK_PARAM_CHARS // 1024))
     if len(text) > MAX_INPUT_BYTES:  # max_chars stops the browser one character later
         st.error(tr(L, "err.text_too_large", mib=MAX_INPUT_BYTES // 2**20), icon=":material/block:")
     elif text.strip():

@@ -14,6 +14,13 @@ import re
 # verl config checks (calculator/verl/checks): what each rule means, one line per language.
 CHECKS: dict[str, dict[str, str]] = {
     "en": {
+        "max_model_len_above_max_position": "max_model_len above the model's max_position_embeddings",
+        "placement_engine": "Split placement needs the vLLM rollout",
+        "placement_estimator": "Estimator not listed for the one-step-off recipe",
+        "placement_gpu_split": "Samples cannot be spread evenly over the training GPUs",
+        "placement_partial": "Partial rollout without staleness has no effect",
+        "placement_staleness": "Staleness threshold above verl's recommendation",
+        "placement_strategy": "Split placement documented for FSDP2 and Megatron only",
         "group_estimator_n1": "A group advantage estimator with one response per prompt",
         "critic_settings_without_critic": "Critic settings without a critic",
         "gae_without_critic": "GAE needs the critic",
@@ -40,6 +47,13 @@ CHECKS: dict[str, dict[str, str]] = {
         "ulysses_world": "GPU count not divisible by the Ulysses size",
     },
     "zh": {
+        "max_model_len_above_max_position": "max_model_len 超过模型的 max_position_embeddings",
+        "placement_engine": "分离部署需要 vLLM rollout",
+        "placement_estimator": "one-step-off 配方未列出该优势估计器",
+        "placement_gpu_split": "样本无法均匀分配到训练 GPU 上",
+        "placement_partial": "staleness 为 0 时部分 rollout 无效",
+        "placement_staleness": "staleness 阈值高于 verl 的建议值",
+        "placement_strategy": "分离部署只在 FSDP2 和 Megatron 下有文档",
         "group_estimator_n1": "组内优势估计器但每个提示只有一个回复",
         "critic_settings_without_critic": "设置了 critic 参数但没有 critic",
         "gae_without_critic": "GAE 需要 critic",

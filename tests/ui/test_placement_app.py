@@ -51,7 +51,8 @@ def test_compare_quick_colocated_vs_split():
     at.switch_page("ui/pages/compare.py").run()
     at.pills(key=keys.CMP_QUICK).set_value("placement").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert len(at.metric) == 2
+    # two columns (colocated, split), each with its peak and its step time (issue 13 item 13)
+    assert [m.label for m in at.metric].count("Peak / GPU") == 2 and len(at.metric) == 4
 
 
 def test_planner_shows_the_split():

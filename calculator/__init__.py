@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from calculator.inputs.display import differs_from, scenario_title
     from calculator.inputs.limits import MAX_LOG_BYTES, MAX_TRACEBACK_BYTES
     from calculator.inputs.presets import (
+        DEFAULT_SCENARIO,
         MAX_INPUT_BYTES,
         gpu_presets,
         model_presets,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from calculator.units import format_count, format_gib
     from calculator.verl import format_overrides
     from calculator.verl.checks import ConfigProblem, check_config
+    from calculator.verl.checks.problem import rejections
 
 _EXPORTS: dict[str, str] = {
     "differs_from": "calculator.inputs.display",
@@ -100,6 +102,7 @@ _EXPORTS: dict[str, str] = {
     "algorithm_for": "calculator.inputs.algorithms",
     "algorithm_label": "calculator.inputs.algorithms",
     "recipe_overrides": "calculator.inputs.algorithms",
+    "DEFAULT_SCENARIO": "calculator.inputs.presets",
     "MAX_INPUT_BYTES": "calculator.inputs.presets",
     "gpu_presets": "calculator.inputs.presets",
     "model_presets": "calculator.inputs.presets",
@@ -143,6 +146,7 @@ _EXPORTS: dict[str, str] = {
     "format_overrides": "calculator.verl",
     "ConfigProblem": "calculator.verl.checks",
     "check_config": "calculator.verl.checks",
+    "rejections": "calculator.verl.checks.problem",
 }
 
 
@@ -160,6 +164,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "rejections",
+    "DEFAULT_SCENARIO",
     "dump_yaml",
     "differs_from",
     "scenario_title",

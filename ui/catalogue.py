@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calculator import Scenario, load_scenario, preset_problems, scenario_preset, scenario_presets
+from calculator import DEFAULT_SCENARIO, Scenario, load_scenario, preset_problems, scenario_preset, scenario_presets
 from ui import keys
 
-DEFAULT_PRESET = "qwen2.5-7b-grpo-8xh100"
+DEFAULT_PRESET = DEFAULT_SCENARIO  # one source: calculator.inputs.presets
 
 
 # Presets are read once per server process (calculator.inputs.presets caches the files; these caches are shared by

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculator import Advice, Report, Scenario, Suggestion, advise
+from calculator import Advice, Report, Scenario, Suggestion, advise, rejections
 from ui import export, fields, keys, state
 from ui.i18n import tr
 from ui.i18n_messages import check_text, lever_title
@@ -225,9 +225,10 @@ def warnings(report: Report, scenario: Scenario) -> None:
                 st.warning(md(warning_text(w, L), limit=2000), icon=":material/warning:")
         if checks:
             st.markdown(f"**{tr(L, 'head.verl_checks', n=len(checks))}**")
+            rejected = rejections(checks)  # a missing micro-batch the estimate assumed is a warning (its value shown)
             for c in checks:
                 text = check_text(c.rule, md(c.message, limit=2000), L)
-                if c.severity == "error":
+                if c in rejected:
                     st.error(text, icon=":material/error:")
                 else:
                     st.warning(text, icon=":material/info:")

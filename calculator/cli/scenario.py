@@ -10,7 +10,7 @@ from typing import Any
 from calculator.cli.terminal import one_line
 from calculator.errors import InputError
 from calculator.inputs.overrides import parse_value
-from calculator.inputs.presets import model_presets, preset_problems, read_mapping_file
+from calculator.inputs.presets import DEFAULT_SCENARIO, model_presets, preset_problems, read_mapping_file
 from calculator.loading import load_scenario_with_warnings
 from calculator.model.sizes import approximate_model, parse_size
 from calculator.verl.fields import native_field_exists
@@ -79,5 +79,6 @@ def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
     native, verl_set = _set_items(args.set)
     overrides.update(native)
     verl_text = [read_verl_file(f) for f in args.verl] + (["\n".join(verl_set)] if verl_set else [])
-    scenario, load_notes = load_scenario_with_warnings(args.scenario, overrides, verl_text or None)
+    base = args.scenario if args.scenario is not None or verl_text else DEFAULT_SCENARIO
+    scenario, load_notes = load_scenario_with_warnings(base, overrides, verl_text or None)
     return scenario, [f"preset skipped: {p}" for p in preset_problems()] + notes + load_notes

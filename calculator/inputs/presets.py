@@ -62,6 +62,12 @@ PRESETS_DIR = Path(__file__).resolve().parents[2] / "presets"
 EXTRA_PRESETS_ENV = "RLPLAN_PRESETS_DIR"
 
 
+# The scenario a bare command starts from (the dashboard's first view, and the CLI when neither SCENARIO nor
+# --verl is given): GRPO on a 7B model, set the way verl's GRPO quickstart sets it (issue 13 item 1). A launch
+# script without a SCENARIO starts from verl's own defaults instead, as verl would.
+DEFAULT_SCENARIO = "qwen2.5-7b-grpo-8xh100"
+
+
 class ModelPreset(BaseModel):
     """A model: its HF config.json (verbatim fields) and its published parameter count."""
 

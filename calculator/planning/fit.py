@@ -28,6 +28,7 @@ from calculator.resolve.engines import rollout_engine
 from calculator.resolve.inheritance import value
 from calculator.resolve.roles import need_critic
 from calculator.units import GIB_BYTES
+from calculator.verl.checks.problem import rejections
 
 
 class _Frozen(BaseModel):
@@ -126,7 +127,7 @@ def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN
         kv_holds_max_model_len=kv_tokens >= mml,
         kv_cache_tokens_per_replica=kv_tokens,
         max_model_len=mml,
-        verl_errors=[p.message for p in report.checks if p.severity == "error"],
+        verl_errors=[p.message for p in rejections(report.checks)],
         overshoot_gib=overshoot,
     )
 

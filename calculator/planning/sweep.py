@@ -32,6 +32,7 @@ from calculator.resolve.roles import critic_strategy, need_critic
 from calculator.timing.step import step_time
 from calculator.units import GIB_BYTES
 from calculator.verl.checks import check_config
+from calculator.verl.checks.problem import rejections
 
 UTILIZATION_LEVELS = (0.4, 0.5, 0.6, 0.7, 0.8)
 MAX_ROLLOUT_TP = 8
@@ -216,7 +217,7 @@ def evaluate(s: Scenario) -> Evaluated:
     memo = _memo(actor)
     assert memo is not None
     ctx = memory_context(resolve(s, (memo, _memo(critic), _memo(reward))))
-    accepted = not any(p.severity == "error" for p in check_config(ctx.r))
+    accepted = not rejections(check_config(ctx.r))
     return Evaluated(ctx, memory.all_phases(ctx, worst=False), step_time(ctx), accepted, host_memory(ctx).fits)
 
 

@@ -10,7 +10,8 @@ numbers and a fix:
 4. the KV cache holds one ``max_model_len`` sequence (vLLM: ``vllm/v1/core/kv_cache_utils.py``
    ``check_enough_kv_cache_memory``; the memory model applies the same rule to SGLang's pool);
 5. verl accepts the config: no check of ``calculator.verl.checks`` with severity ``error`` (verl raises
-   before or during the first step; each message cites the verl 0.9.1 function that raises);
+   before or during the first step; each message cites the verl 0.9.1 function that raises), except a missing
+   micro-batch the estimate assumed (``calculator.verl.checks.problem.ASSUMED_RULES``: a warning with the value);
 6. host RAM per node fits (``calculator.memory.host``: what the node's processes hold against the node's RAM x
    Ray's memory-monitor threshold; Ray kills a worker above it).
 
@@ -27,7 +28,7 @@ from calculator.memory.context import Context
 from calculator.memory.host import HostMemory, host_reason
 from calculator.report.models import PhaseMemory, RolloutOut
 from calculator.units import GIB_BYTES
-from calculator.verl.checks.problem import ConfigProblem
+from calculator.verl.checks.problem import ConfigProblem, rejections
 
 # The plain fix for a phase over the limit, by its largest component (name suffix or name).
 _FIX_BY_COMPONENT: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -103,7 +104,7 @@ def _startup_reasons(ctx: Context, ro: RolloutOut) -> list[str]:
 
 def _verl_reasons(checks: list[ConfigProblem]) -> list[str]:
     """Criterion 5: verl's checks that raise (the message carries verl's fix and source)."""
-    return [f"verl rejects the config: {p.message}" for p in checks if p.severity == "error"]
+    return [f"verl rejects the config: {p.message}" for p in rejections(checks)]
 
 
 @dataclass(frozen=True)

@@ -162,10 +162,22 @@ def test_human_output():
 # ---- issue 13 items 1, 2 and 4: defaults that run, typed --set, verl keys and sizes, --check ------------------
 
 
-def test_unset_micro_batch_is_a_verl_warning_with_the_assumed_value(capsys):
-    """A scenario without micro-batches estimates (verl would refuse: its message, and the value rlplan used)."""
-    assert main(["estimate", "--model", "qwen2.5-7b", "--gpu", "h100-80gb", "--num-gpus", "8"]) == 0
+def test_bare_estimate_starts_from_the_grpo_default_scenario(capsys):
+    """Issue 13 item 1: a newcomer's first command runs on a complete GRPO scenario and fits."""
+    assert main(["estimate", "--model", "qwen2.5-7b", "--gpu", "h100-80gb", "--num-gpus", "8", "--check"]) == 0
     out = capsys.readouterr().out
+    assert "-> fits" in out and "Please set at least one" not in out
+
+
+def test_unset_micro_batch_is_a_verl_warning_with_the_assumed_value(capsys, tmp_path):
+    """A script without micro-batches estimates (verl would refuse: its message, and the value rlplan used) and
+    the missing micro-batch is no fit reason (``--check`` exits 0)."""
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=4\n")
+    argv = ["estimate", "--verl", str(script), "--model", "qwen2.5-7b", "--gpu", "h100-80gb", "--num-gpus", "8"]
+    assert main([*argv, "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "why: verl rejects" not in out
     assert "Please set at least one of 'actor.ppo_micro_batch_size'" in out
     assert "estimated with actor.ppo_micro_batch_size_per_gpu = 1" in out
 

@@ -45,3 +45,15 @@ SRC_HEADS_VLLM = (
 SRC_HEADS_SGLANG = "sglang/srt/layers/linear.py:QKVParallelLinear.__init__"
 SRC_ULYSSES_HEADS = "verl/models/transformers/monkey_patch.py:apply_monkey_patch"
 SRC_ULYSSES_RMPAD = "verl/workers/config/actor.py:FSDPActorConfig.validate; verl/workers/engine/fsdp/transformer_impl.py:FSDPEngine.__init__"
+
+
+# Rules whose missing value the resolved plan fills with an assumed value (calculator.resolve.inheritance
+# ASSUMED_MICRO_BATCH, reported as "estimated with ... = 1"): in the fit verdict they are a warning carrying that
+# value, not a rejection (issue 13 item 1), although verl itself refuses to start until the value is set.
+ASSUMED_RULES = frozenset({"micro_batch_required"})
+
+
+def rejections(checks: list[ConfigProblem]) -> list[ConfigProblem]:
+    """The checks that make verl raise and that the estimate cannot stand in for: fit criterion 5 of
+    ``calculator.report.verdict`` (and of the planner, advisor and trade-off sweep)."""
+    return [p for p in checks if p.severity == "error" and p.rule not in ASSUMED_RULES]

@@ -53,6 +53,9 @@ class FitCheck(_Frozen):
     verl_errors: list[str] = Field(
         default_factory=list, description="5. verl's checks that raise (report.checks with severity error)."
     )
+    host_reason: str | None = Field(
+        default=None, description="6. host RAM per node (report.host; calculator.memory.host): why it does not fit."
+    )
     overshoot_gib: float = Field(
         description="How far from fitting, GiB per GPU: every phase's excess over the limit (expected) or "
         "usable (worst case), the vLLM startup shortfall and the KV cache a max_model_len sequence still needs."
@@ -67,6 +70,7 @@ class FitCheck(_Frozen):
             and self.engine_starts
             and self.kv_holds_max_model_len
             and not self.verl_errors
+            and self.host_reason is None
         )
 
     @computed_field  # type: ignore[prop-decorator]
@@ -91,7 +95,7 @@ class FitCheck(_Frozen):
                 f"{self.max_model_len}: vLLM refuses to start"
             )
         out += [f"verl rejects the config: {m}" for m in self.verl_errors]
-        return out
+        return out + ([self.host_reason] if self.host_reason else [])
 
 
 def max_model_len(s: Scenario, arch: Architecture) -> int:
@@ -128,6 +132,7 @@ def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN
         kv_cache_tokens_per_replica=kv_tokens,
         max_model_len=mml,
         verl_errors=[p.message for p in rejections(report.checks)],
+        host_reason=next((x for x in report.peak.reasons if x.startswith("host RAM:")), None),
         overshoot_gib=overshoot,
     )
 

@@ -26,8 +26,7 @@ from pydantic import ValidationError
 from calculator.errors import InputError
 from calculator.inputs.scenario import Scenario
 from calculator.planning.fit import batch_geometry_problem, fit_check
-from calculator.planning.recommend import cost_per_step_usd
-from calculator.planning.rows import RecommendedConfig
+from calculator.planning.rows import RecommendedConfig, config_entry
 from calculator.planning.settings import Setting, format_verl_value, settings_diff
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
@@ -147,26 +146,16 @@ def split_config(ev: SplitEvaluation, base: Scenario, price: float) -> Recommend
     shape = {"trainer.n_gpus_per_node": min(hw.num_gpus, hw.gpus_per_node), "trainer.nnodes": hw.num_nodes}
     lines = [f"{k}={format_verl_value(v)}" for k, v in {**shape, **settings}.items()]
     step = r.time.step_s if r.time is not None else None
-    tps = r.time.tokens_per_s if r.time is not None else None
-    cost = cost_per_step_usd(step, total, price) if step is not None else None
-    per_million = cost / (tps * step / 1e6) if cost is not None and step and tps else None
-    return RecommendedConfig(
+    return config_entry(
+        r,
+        s,
+        settings,
+        lines,
+        price,
+        step=step,
         num_gpus=total,
         num_nodes=pl.num_nodes if pl is not None else hw.num_nodes,
         gpus_per_node=s.placement.physical_gpus_per_node,
-        settings=settings,
-        verl_overrides=lines,
-        peak_gib_per_gpu=r.peak.gib_per_gpu,
-        peak_phase=r.peak.phase,
-        worst_case_gib_per_gpu=r.peak.worst_case_gib_per_gpu,
-        usable_memory_gib=r.peak.usable_memory_gib,
-        headroom_gib=r.peak.headroom_gib,
-        step_s=step,
-        tokens_per_s=tps,
-        cost_per_step=cost,
-        cost_per_million_tokens=per_million,
-        hourly_price_usd=price,
-        uses_lora=s.model.lora_rank > 0,
     )
 
 

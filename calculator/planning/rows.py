@@ -13,6 +13,7 @@ from calculator.inputs.scenario import Scenario
 from calculator.planning.recommend import GpuResult, cost_per_step_usd
 from calculator.planning.settings import Setting, settings_diff, verl_override_lines
 from calculator.planning.space import Evaluation
+from calculator.report.models import Report
 
 
 class FrozenModel(BaseModel):
@@ -100,22 +101,29 @@ PLAN_RULES = (
 )
 
 
-def recommended_config(ev: Evaluation, base: Scenario, price: float) -> RecommendedConfig:
-    """One evaluated configuration as a table entry: its verl settings against ``base``, memory, time, cost."""
-    r, s = ev.report, ev.scenario
-    settings = settings_diff(base, s)
-    step = ev.step_s
+def config_entry(
+    r: Report,
+    s: Scenario,
+    settings: dict[str, Setting],
+    verl_overrides: list[str],
+    price: float,
+    *,
+    step: float | None,
+    num_gpus: int,
+    num_nodes: int,
+    gpus_per_node: int,
+) -> RecommendedConfig:
+    """A planner entry from an estimate: memory, time and cost at ``price`` per GPU-hour for ``num_gpus`` GPUs
+    (colocated: the pool; split: both pools, ``calculator.planning.placement``)."""
     tps = r.time.tokens_per_s if r.time is not None else None
-    cost = cost_per_step_usd(step, s.hardware.num_gpus, price) if step is not None else None
-    per_million = None
-    if cost is not None and step and tps:
-        per_million = cost / (tps * step / 1e6)
+    cost = cost_per_step_usd(step, num_gpus, price) if step is not None else None
+    per_million = cost / (tps * step / 1e6) if cost is not None and step and tps else None
     return RecommendedConfig(
-        num_gpus=s.hardware.num_gpus,
-        num_nodes=s.hardware.num_nodes,
-        gpus_per_node=s.hardware.gpus_per_node,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        gpus_per_node=gpus_per_node,
         settings=settings,
-        verl_overrides=verl_override_lines(settings, s.hardware.num_gpus, s.hardware.gpus_per_node),
+        verl_overrides=verl_overrides,
         peak_gib_per_gpu=r.peak.gib_per_gpu,
         peak_phase=r.peak.phase,
         worst_case_gib_per_gpu=r.peak.worst_case_gib_per_gpu,
@@ -127,6 +135,24 @@ def recommended_config(ev: Evaluation, base: Scenario, price: float) -> Recommen
         cost_per_million_tokens=per_million,
         hourly_price_usd=price,
         uses_lora=s.model.lora_rank > 0,
+    )
+
+
+def recommended_config(ev: Evaluation, base: Scenario, price: float) -> RecommendedConfig:
+    """One evaluated configuration as a table entry: its verl settings against ``base``, memory, time, cost."""
+    s, hw = ev.scenario, ev.scenario.hardware
+    settings = settings_diff(base, s)
+    lines = verl_override_lines(settings, hw.num_gpus, hw.gpus_per_node)
+    return config_entry(
+        ev.report,
+        s,
+        settings,
+        lines,
+        price,
+        step=ev.step_s,
+        num_gpus=hw.num_gpus,
+        num_nodes=hw.num_nodes,
+        gpus_per_node=hw.gpus_per_node,
     )
 
 

@@ -53,12 +53,11 @@ from calculator.timing.flops import (
     collective_bytes_per_s,
     fmt_s,
     hbm_bytes_per_s,
-    peak_flops,
     ring_fraction,
     total_params,
 )
 from calculator.timing.rollout import rollout_time
-from calculator.timing.step import PHASE_TIMERS
+from calculator.timing.step import PHASE_TIMERS, time_report
 
 # One NCCL broadcast call issued from Python (ray.util.collective + load_weights per tensor): fully_async.md's
 # checkpoint-engine ablation, Qwen2.5-Math-7B 4+4 ranks without the checkpoint engine: 0.12 s for 339 tensors of
@@ -224,19 +223,15 @@ def time_out(plan: PlacementPlan, pt: PoolTiming, trainer_pool: PoolMemory) -> T
     terms[Phase.WEIGHT_SYNC] = dict(pt.sync.terms)
     details = {WAIT: pt.formula, "rollout": pt.generation.formula, **{p: t.formula for p, t in pt.trainer.items()}}
     details[Phase.WEIGHT_SYNC] = pt.sync.formula
-    tokens = ctx.r.num_sequences_trained * ctx.r.lengths.sequence
-    g = plan.trainer.num_gpus + plan.rollout.num_gpus
-    upd = pt.trainer.get(Phase.UPDATE_ACTOR)
-    mfu = upd.model_flops / (upd.seconds * peak_flops(ctx.gpu) * plan.trainer.num_gpus) if upd and upd.seconds else 0.0
-    step = pt.step_s
-    return TimeOut(
-        step_s=step,
-        phases_s=phases_s,
-        tokens_per_s=tokens / step if step else 0.0,
-        tokens_per_s_per_gpu=tokens / step / g if step else 0.0,
-        update_mfu=mfu,
+    return time_report(
+        ctx,
+        phases_s,
+        num_gpus=plan.trainer.num_gpus + plan.rollout.num_gpus,
+        update=pt.trainer.get(Phase.UPDATE_ACTOR),
+        update_gpus=plan.trainer.num_gpus,
         details=details,
         terms_s=terms,
+        step_s=pt.step_s,
     )
 
 

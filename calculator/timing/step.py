@@ -404,27 +404,54 @@ def phase_times(ctx: Context) -> dict[str, PhaseTime]:
     return {p: add_overheads(ctx, p, PHASE_TIMERS[p](ctx)) for p in ctx.r.phases}
 
 
-def step_time(ctx: Context) -> TimeOut:
-    """Seconds per phase, step time, throughput and the actor update's MFU."""
-    s = ctx.s
-    times = phase_times(ctx)
-    phases_s = {p: t.seconds for p, t in times.items()}
-    step = sum(phases_s.values())
+def time_report(
+    ctx: Context,
+    phases_s: dict[str, float],
+    *,
+    num_gpus: int,
+    update: PhaseTime | None,
+    update_gpus: int,
+    details: dict[str, str],
+    terms_s: dict[str, dict[str, float]],
+    term_formulas: dict[str, dict[str, str]] | None = None,
+    step_s: float | None = None,
+) -> TimeOut:
+    """The report's ``time``: tokens per second count every trained sequence
+    at its mean length over the step (per GPU: over ``num_gpus``); the update's MFU is its model FLOPs over its
+    seconds x the GPU's peak x the ``update_gpus`` that run it. ``step_s`` defaults to the sum of the phases."""
+    step = sum(phases_s.values()) if step_s is None else step_s
     tokens = ctx.r.num_sequences_trained * ctx.r.lengths.sequence
-    g = s.hardware.num_gpus
-    upd = times.get(Phase.UPDATE_ACTOR)
-    mfu = upd.model_flops / (upd.seconds * peak_flops(ctx.gpu) * g) if upd and upd.seconds else 0.0
-    details = {p: t.formula for p, t in times.items()}
+    mfu = (
+        update.model_flops / (update.seconds * peak_flops(ctx.gpu) * update_gpus)
+        if update is not None and update.seconds
+        else 0.0
+    )
     return TimeOut(
         step_s=step,
         phases_s=phases_s,
         tokens_per_s=tokens / step if step else 0.0,
-        tokens_per_s_per_gpu=tokens / step / g if step else 0.0,
+        tokens_per_s_per_gpu=tokens / step / num_gpus if step else 0.0,
         update_mfu=mfu,
         details=details,
+        terms_s=terms_s,
+        term_formulas=term_formulas or {},
+    )
+
+
+def step_time(ctx: Context) -> TimeOut:
+    """Seconds per phase, step time, throughput and the actor update's MFU."""
+    times = phase_times(ctx)
+    g = ctx.s.hardware.num_gpus
+    return time_report(
+        ctx,
+        {p: t.seconds for p, t in times.items()},
+        num_gpus=g,
+        update=times.get(Phase.UPDATE_ACTOR),
+        update_gpus=g,
+        details={p: t.formula for p, t in times.items()},
         terms_s={p: dict(t.terms) for p, t in times.items()},
         term_formulas={p: dict(t.notes) for p, t in times.items() if t.notes},
     )
 
 
-__all__ = ["PHASE_TIMERS", "phase_times", "step_time"]
+__all__ = ["PHASE_TIMERS", "phase_times", "step_time", "time_report"]

@@ -57,7 +57,8 @@ from calculator.timing.flops import (
     total_params,
 )
 from calculator.timing.rollout import rollout_time
-from calculator.timing.step import PHASE_TIMERS, time_report
+from calculator.timing.step import PHASE_TIMERS
+from calculator.timing.summary import time_report
 
 # One NCCL broadcast call issued from Python (ray.util.collective + load_weights per tensor): fully_async.md's
 # checkpoint-engine ablation, Qwen2.5-Math-7B 4+4 ranks without the checkpoint engine: 0.12 s for 339 tensors of

@@ -103,6 +103,7 @@ from calculator.timing.flops import (
 )
 from calculator.timing.overheads import add_overheads
 from calculator.timing.rollout import reward_time, rollout_time
+from calculator.timing.summary import time_report
 
 
 @per_architecture
@@ -404,40 +405,6 @@ def phase_times(ctx: Context) -> dict[str, PhaseTime]:
     return {p: add_overheads(ctx, p, PHASE_TIMERS[p](ctx)) for p in ctx.r.phases}
 
 
-def time_report(
-    ctx: Context,
-    phases_s: dict[str, float],
-    *,
-    num_gpus: int,
-    update: PhaseTime | None,
-    update_gpus: int,
-    details: dict[str, str],
-    terms_s: dict[str, dict[str, float]],
-    term_formulas: dict[str, dict[str, str]] | None = None,
-    step_s: float | None = None,
-) -> TimeOut:
-    """The report's ``time``: tokens per second count every trained sequence
-    at its mean length over the step (per GPU: over ``num_gpus``); the update's MFU is its model FLOPs over its
-    seconds x the GPU's peak x the ``update_gpus`` that run it. ``step_s`` defaults to the sum of the phases."""
-    step = sum(phases_s.values()) if step_s is None else step_s
-    tokens = ctx.r.num_sequences_trained * ctx.r.lengths.sequence
-    mfu = (
-        update.model_flops / (update.seconds * peak_flops(ctx.gpu) * update_gpus)
-        if update is not None and update.seconds
-        else 0.0
-    )
-    return TimeOut(
-        step_s=step,
-        phases_s=phases_s,
-        tokens_per_s=tokens / step if step else 0.0,
-        tokens_per_s_per_gpu=tokens / step / num_gpus if step else 0.0,
-        update_mfu=mfu,
-        details=details,
-        terms_s=terms_s,
-        term_formulas=term_formulas or {},
-    )
-
-
 def step_time(ctx: Context) -> TimeOut:
     """Seconds per phase, step time, throughput and the actor update's MFU."""
     times = phase_times(ctx)
@@ -454,4 +421,4 @@ def step_time(ctx: Context) -> TimeOut:
     )
 
 
-__all__ = ["PHASE_TIMERS", "phase_times", "step_time", "time_report"]
+__all__ = ["PHASE_TIMERS", "phase_times", "step_time"]

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from calculator import Report
+from calculator import Report, placement_hint
 from ui import cache, catalogue, figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
@@ -124,6 +124,9 @@ with right:
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
         )
         render.chart(fig_time_page, keys.CHART_TIME, "rlplan-step-time")
+        hint = placement_hint(report)  # would separate rollout and trainer pools help? (calculator.planning)
+        if hint:
+            st.caption(md(hint))
     ro = report.rollout
     with st.container(border=True):
         st.markdown(f"**{tr(L, 'est.rollout_title', engine=ro.engine, replicas=ro.num_replicas)}**")

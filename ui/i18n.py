@@ -102,8 +102,6 @@ STRINGS: dict[str, dict[str, str]] = {
         # headline
         "head.fits": "Fits: peak {peak:.2f} GiB of {usable:.2f} GiB usable per GPU, in {phase} — {headroom:.2f} GiB headroom, also at max lengths.",
         "head.fits_not_worst": "Fits at the mean lengths (peak {peak:.2f} of {usable:.2f} GiB, in {phase}), but NOT when every sequence is at max length: {worst:.2f} GiB in {worst_phase}.",
-        "head.oom": "Does not fit: peak {peak:.2f} GiB per GPU in {phase} exceeds the {usable:.2f} GiB usable by {over:.2f} GiB.",
-        "head.no_start": "The rollout engine will not start: {free:.2f} GiB free at startup < {required:.2f} GiB that gpu_memory_utilization asks for.",
         "head.warnings": "Warnings ({n})",
         "head.verl_checks": "verl 0.9.1 config checks ({n})",
         "head.not_fit": "Does not fit ({n} reason(s)):",
@@ -432,8 +430,6 @@ STRINGS: dict[str, dict[str, str]] = {
         "url.too_many": "另有 {n} 个参数被忽略（参数过多）",
         "head.fits": "放得下：每卡峰值 {peak:.2f} GiB / 可用 {usable:.2f} GiB，出现在 {phase} 阶段，余量 {headroom:.2f} GiB；最大长度下也放得下。",
         "head.fits_not_worst": "按平均长度放得下（峰值 {peak:.2f} / {usable:.2f} GiB，在 {phase}），但所有序列都达到最大长度时放不下：{worst_phase} 阶段 {worst:.2f} GiB。",
-        "head.oom": "放不下：{phase} 阶段每卡峰值 {peak:.2f} GiB，超出可用的 {usable:.2f} GiB 共 {over:.2f} GiB。",
-        "head.no_start": "rollout 引擎无法启动：启动时空闲 {free:.2f} GiB < gpu_memory_utilization 要求的 {required:.2f} GiB。",
         "head.warnings": "警告（{n}）",
         "head.verl_checks": "verl 0.9.1 配置检查（{n}）",
         "head.not_fit": "放不下（{n} 个原因）：",

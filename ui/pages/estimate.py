@@ -180,6 +180,26 @@ with right:
                 for name, text in ro.formulas.items():
                     st.markdown(f"**{name}**")
                     st.code(text, language=None, wrap_lines=True)
+    if report.host is not None:  # host RAM per node (calculator.memory.host): a fit criterion too
+        h = report.host
+        with st.container(border=True):
+            mark = ":material/check_circle: " if h.fits else ":material/block: "
+            title = tr(
+                L,
+                "est.host_title",
+                total=h.total_gib_per_node,
+                usable=h.usable_ram_gib_per_node,
+                ram=h.ram_gib_per_node,
+            )
+            st.markdown(f"{mark}**{title}**")
+            st.dataframe(
+                pd.DataFrame(list(h.components.items()), columns=[tr(L, "est.ro.item"), "GiB / node"]),
+                hide_index=True,
+                width="stretch",
+                column_config={"GiB / node": st.column_config.NumberColumn(format="%.1f")},
+            )
+            with st.expander(tr(L, "est.how")):
+                st.markdown(md_lines([f"{k}: {v}" for k, v in h.formulas.items()], limit=1000))
     render.warnings(report, scenario)
 
 # ----------------------------------------------------------------------------- share and export

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from calculator.model.sizes import ApproxModel, SizeSpec, approximate_model, model_families, parse_size
     from calculator.names import PHASE_ORDER, Comp, Phase, Role
     from calculator.planning.advisor import Advice, Suggestion, advise
+    from calculator.planning.placement_advice import placement_hint
     from calculator.planning.planner import plan
     from calculator.planning.rows import Plan
     from calculator.planning.tradeoff import TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
@@ -130,6 +131,7 @@ _EXPORTS: dict[str, str] = {
     "Advice": "calculator.planning.advisor",
     "Suggestion": "calculator.planning.advisor",
     "advise": "calculator.planning.advisor",
+    "placement_hint": "calculator.planning.placement_advice",
     "plan": "calculator.planning.planner",
     "Plan": "calculator.planning.rows",
     "TechniqueRow": "calculator.planning.tradeoff",
@@ -217,6 +219,7 @@ __all__ = [
     "TradeoffPoint",
     "advise",
     "pareto_front",
+    "placement_hint",
     "plan",
     "technique_table",
     "tradeoff_sweep",

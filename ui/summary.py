@@ -107,6 +107,12 @@ def markdown_summary(
         lines.append(
             f"| {t('md.step_time')} | {r.time.step_s:.1f} s ({r.time.tokens_per_s:,.0f} {t('md.tokens_per_s')}) |"
         )
+    if r.host is not None:
+        h = r.host
+        lines.append(
+            f"| {t('md.host')} | {h.total_gib_per_node:.1f} / {h.usable_ram_gib_per_node:.1f} GiB "
+            f"({h.ram_gib_per_node:.0f} GiB) — {t('md.fits') if h.fits else t('md.does_not_fit')} |"
+        )
     lines += _reason_lines(r, t)
     peak = next(p for p in r.phases if p.name == r.peak.phase)
     lines += ["", f"## {t('md.peak_breakdown', phase=peak.name)}", ""]

@@ -9,6 +9,7 @@ from typing import Any
 from calculator.cli.placement import placement_lines
 from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import one_line, out
+from calculator.planning.placement_advice import placement_hint
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
 from calculator.units import format_count
@@ -57,6 +58,9 @@ def rollout_lines(r: Report) -> list[str]:
         lines.append("step: no step time, the step cannot run (the rollout engine cannot start; see why:)")
     elif r.time is not None:
         lines.append(f"step: {r.time.step_s:.1f} s, {r.time.tokens_per_s:,.0f} tokens/s")
+        hint = placement_hint(r)
+        if hint:
+            lines.append(f"placement: {hint}")
     return lines
 
 

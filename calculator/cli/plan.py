@@ -99,6 +99,8 @@ def format_advice(a: Advice, title: str | None = None) -> str:
     ]
     lines += [f"  {one_line(reason)}" for reason in b.reasons]
     lines += [f"  verl would reject: {one_line(p)}" for p in a.verl_problems]
+    if a.placement_hint:
+        lines.append(f"  placement: {one_line(a.placement_hint)}")
     if not a.suggestions:
         lines.append("nothing to change" if a.status == "fits" else "no lever applies")
         return "\n".join(lines)

@@ -66,8 +66,14 @@ def _offloaded(st: TrainingState, plan: TrainerPlan) -> tuple[int, str]:
     return b, " + ".join(parts)
 
 
-def _per_gpu(ctx: Context) -> list[tuple[str, int, str]]:
+def _per_gpu(ctx: Context, pool: str | None) -> list[tuple[str, int, str]]:
+    """Per-GPU host components of a colocated node (``pool`` None) or of one pool's node of a split placement:
+    the trainer pool holds the trained roles and the ref but no engine; the rollout pool holds the engine,
+    awake for the whole run (``calculator.memory.pools``), so it backs nothing up."""
     r = ctx.r
+    if pool == "rollout":
+        b = int(ctx.s.overheads.host_process_gib * GIB_BYTES)
+        return [("process_baseline", b, f"1 process (the engine) x {ctx.s.overheads.host_process_gib} GiB RSS")]
     out: list[tuple[str, int, str]] = []
     roles = [("actor", ctx.actor_state, r.actor)]
     if ctx.critic_state is not None and r.critic is not None:
@@ -86,8 +92,11 @@ def _per_gpu(ctx: Context) -> list[tuple[str, int, str]]:
             b = ctx.actor.num_params * mb // max(1, n)
             f = f"FSDP ref forced to CPU offload: {ctx.actor.num_params:,} params x {mb} B / {n} GPUs"
         out.append(("ref_offloaded", b, f))
-    out.append(_engine_backup(ctx))
     procs = r.num_processes
+    if pool is None:
+        out.append(_engine_backup(ctx))
+    else:
+        procs -= 1  # no rollout process on the trainer pool's GPUs (calculator.memory.pools._trainer_phase)
     b = int(procs * ctx.s.overheads.host_process_gib * GIB_BYTES)
     out.append(("process_baseline", b, f"{procs} processes x {ctx.s.overheads.host_process_gib} GiB RSS"))
     return out
@@ -105,12 +114,14 @@ def _engine_backup(ctx: Context) -> tuple[str, int, str]:
     return ("rollout_weight_backup", 0, "vLLM sleep level 2: weights discarded")
 
 
-def host_memory(ctx: Context) -> HostMemory:
+def host_memory(ctx: Context, pool: str | None = None) -> HostMemory:
+    """Host RAM of one node: colocated (``pool`` None) or of the ``"trainer"`` / ``"rollout"`` pool of a split
+    placement, with that pool's context (its hardware is the pool's GPUs)."""
     s = ctx.s
     gpn = min(s.hardware.gpus_per_node, s.hardware.num_gpus)
     comps: dict[str, int] = {}
     formulas: dict[str, str] = {}
-    for name, b, f in _per_gpu(ctx):
+    for name, b, f in _per_gpu(ctx, pool):
         if b > 0:
             comps[name] = b * gpn
             formulas[name] = f"{gpn} GPUs x {format_gib(b)}: {f}"

@@ -44,6 +44,8 @@ class PoolMemory:
     starts: bool  # the rollout engine starts (always True for the trainer pool)
     start_note: str
     ctx: Context  # the pool's context (the rollout pool's has the no-trainer engine budget)
+    startup_free_bytes: int = 0  # rollout pool: free memory when the engine starts (only the runtime resident)
+    startup_required_bytes: int = 0  # rollout pool: vLLM's util x total
 
 
 def _runtime(ctx: Context, processes: int, what: str, tp_comm: bool) -> list[Component]:
@@ -119,7 +121,7 @@ def rollout_pool(plan: PlacementPlan) -> PoolMemory:
         f"free at start {free / GIB_BYTES:.1f} GiB vs util x total {need / GIB_BYTES:.1f} GiB; "
         f"KV {ctx.rollout.kv_tokens:,} tokens vs max_model_len {ctx.r.rollout.max_model_len:,}"
     )
-    return PoolMemory("rollout", plan.rollout.num_gpus, phases, phases, enough and holds, note, ctx)
+    return PoolMemory("rollout", plan.rollout.num_gpus, phases, phases, enough and holds, note, ctx, free, need)
 
 
 def _trainer_phase(ctx: Context, plan: PlacementPlan, phase: Phase, worst: bool) -> PhaseMemory:

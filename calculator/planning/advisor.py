@@ -39,6 +39,7 @@ from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN, FitCheck, batch_geometry_problem, fit_check, parallel_problem
 from calculator.planning.levers import LEVERS, Lever, Tier, lever_candidates
+from calculator.planning.placement_advice import placement_hint
 from calculator.planning.planner import DEFAULT_MAX_GPUS, check_plan_inputs, resolve_scenario
 from calculator.planning.search import GpuSearch
 from calculator.planning.settings import Setting, native_diff, settings_diff, verl_override_lines
@@ -98,6 +99,11 @@ class Advice(_Frozen):
     first_fit: str | None = Field(description="Lever id of the first suggestion (in rank order) that fits.")
     combined: Suggestion | None = Field(description="Settings changes stacked in rank order until it fits.")
     ranking: str
+    placement_hint: str | None = Field(
+        default=None,
+        description="Whether separate rollout and trainer pools would help a generation-bound step "
+        "(calculator.planning.placement_advice); None when generation does not dominate.",
+    )
     elapsed_s: float
 
 
@@ -334,6 +340,7 @@ def advise(
         first_fit=suggestions[first].lever if first is not None else None,
         combined=next((x for x in suggestions if x.lever == "combined"), combined),
         ranking=RANKING,
+        placement_hint=placement_hint(base),
         elapsed_s=time.perf_counter() - t0,
     )
 

@@ -126,8 +126,7 @@ def _best_of(candidates: list[Scenario], margin: float) -> tuple[SplitEvaluation
     for s in candidates:
         r = estimate(s)
         count += 1
-        fit = fit_check(r, s, margin)
-        if not (fit.within_margin and fit.worst_case_fits and fit.engine_starts and fit.kv_holds_max_model_len):
+        if not fit_check(r, s, margin).fits:  # the same rule as colocated rows (calculator.planning.fit)
             continue
         ev = SplitEvaluation(s, r)
         if best is None or _cost_key(ev) < _cost_key(best):

@@ -23,7 +23,7 @@ from calculator.report.models import (
     TimeOut,
 )
 from calculator.report.pools import SplitParts, combined_peak, pool_warnings, split_parts
-from calculator.report.verdict import Verdict, verdict
+from calculator.report.verdict import Verdict, split_verdict, verdict
 from calculator.report.warnings import collect_warnings
 from calculator.resolve.architectures import model_name
 from calculator.resolve.resolved import Source, resolve
@@ -110,10 +110,9 @@ def peak_out(ctx: Context, expected: list[PhaseMemory], worst: list[PhaseMemory]
     )
 
 
-def time_out(ctx: Context, reason: str | None) -> TimeOut:
-    """Step time, or no time (``step_s`` and the rollout entry null, ``reason`` set) when the rollout engine
-    cannot start: a step that cannot run has no duration (DESIGN.md 6.5)."""
-    t = step_time(ctx)
+def no_step(t: TimeOut, reason: str | None) -> TimeOut:
+    """``t``, or no time (``step_s`` and the rollout entry null, ``reason`` set) when the rollout engine cannot
+    start: a step that cannot run has no duration (DESIGN.md 6.5)."""
     if reason is None:
         return t
     phases_s: dict[str, float | None] = dict(t.phases_s)
@@ -132,6 +131,16 @@ def time_out(ctx: Context, reason: str | None) -> TimeOut:
             reason=reason,
         )
     )
+
+
+def time_out(ctx: Context, reason: str | None) -> TimeOut:
+    """Step time of a colocated run (``no_step`` when the engine cannot start)."""
+    return no_step(step_time(ctx), reason)
+
+
+def split_time(t: TimeOut | None, reason: str | None) -> TimeOut | None:
+    """Step time of a split run (``calculator.timing.pools``; ``no_step`` when its engine cannot start)."""
+    return None if t is None else no_step(t, reason)
 
 
 def _model_info(ctx: Context) -> ModelInfo:
@@ -164,27 +173,49 @@ def _roles(ctx: Context) -> list[str]:
 
 def _split_report(ctx: Context, split: SplitParts, warnings: list[str]) -> Report:
     """A split placement's report (``calculator.report.pools``): pools, overlapped time, the engine on its pool.
-    The colocated warning rules do not apply (they read one shared GPU); the pools' verdicts, verl's checks and
-    the assumed values do."""
+    The colocated warning rules do not apply (they read one shared GPU); the pools' verdicts
+    (``calculator.report.verdict.split_verdict``), verl's checks and the assumed values do. ``host`` is the
+    fuller of the two pools' nodes; each pool carries its own."""
     roll_ctx = replace(split.rollout.ctx, startup_trainer_bytes=0)
-    rollout = rollout_out(roll_ctx).model_copy(update={"starts": split.rollout.starts})
+    rollout = rollout_out(roll_ctx).model_copy(
+        update={
+            "starts": split.rollout.starts,
+            "startup_free_gib": split.rollout.startup_free_bytes / GIB_BYTES,
+            "startup_required_gib": split.rollout.startup_required_bytes / GIB_BYTES,
+        }
+    )
+    hosts = {"rollout": host_memory(roll_ctx, "rollout"), "trainer": host_memory(split.trainer.ctx, "trainer")}
     checks = check_config(ctx.r)
+    pm = [(p.name, p.expected, p.worst) for p in (split.rollout, split.trainer)]
+    v = split_verdict(pm, roll_ctx, rollout, checks, list(hosts.values()))
+    rollout = rollout.model_copy(update={"start_reasons": v.start_reasons})
+    pools = [p.model_copy(update={"host": host_out(hosts[p.name])}) for p in split.pools]
+    peak = combined_peak(pools).model_copy(
+        update={
+            "fits": not v.reasons,
+            "worst_case_fits": not v.worst_case_reasons,
+            "reasons": v.reasons,
+            "worst_case_reasons": v.worst_case_reasons,
+        }
+    )
     warnings += pool_warnings(split) + [f"verl: {p.message}" for p in checks]
     warnings += [f"estimated with {d.key} = {d.value}: {d.note}" for d in ctx.r.decisions if d.source is Source.ASSUMED]
+    fuller = max(hosts.values(), key=lambda h: h.total_bytes / max(1, h.usable_bytes))
     return Report(
         model=_model_info(ctx),
         hardware=_hardware_info(ctx),
         phases=[_phase_out(p) for p in split.phases],
-        peak=combined_peak(split.pools),
+        peak=peak,
         rollout=rollout,
-        time=split.time,
+        time=split_time(split.time, v.time_reason),
+        host=host_out(fuller),
         warnings=warnings,
         roles=_roles(ctx),
         worst_case_phases=[_phase_out(p) for p in split.worst],
         verl_version=ctx.s.verl_version,
         checks=checks,
         decisions=[d.text() for d in ctx.r.decisions] + [f"placement: {split.plan.note}"],
-        pools=split.pools,
+        pools=pools,
         placement=split.placement,
     )
 

@@ -188,6 +188,7 @@ class PoolOut(_Frozen):
     num_gpus: int
     phases: list[PhaseOut]
     peak: PeakOut
+    host: HostOut | None = Field(default=None, description="Host RAM of one of this pool's nodes.")
 
 
 class SpanOut(_Frozen):

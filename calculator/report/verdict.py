@@ -117,6 +117,24 @@ class Verdict:
     time_reason: str | None  # why the step cannot run (no step time), None when it can
 
 
+def _assemble(
+    mem: list[str], wmem: list[str], startup: list[str], checks: list[ConfigProblem], hosts: list[HostMemory]
+) -> Verdict:
+    host_lines = [line for line in (host_reason(h) for h in hosts) if line]
+    rest = startup + _verl_reasons(checks) + host_lines
+    return Verdict(
+        reasons=mem + rest,
+        worst_case_reasons=wmem + rest,
+        start_reasons=startup,
+        time_reason=" ".join(startup) if startup else None,
+    )
+
+
+def _over(label: str, phases: list[PhaseMemory], usable: int) -> list[str]:
+    peak = max(phases, key=lambda p: p.total_bytes)
+    return [_memory_reason(label, peak, usable)] if peak.total_bytes > usable else []
+
+
 def verdict(
     ctx: Context,
     expected: list[PhaseMemory],
@@ -127,23 +145,33 @@ def verdict(
 ) -> Verdict:
     """Every failed fit criterion of the module docstring, in that order, with numbers and a fix."""
     usable = ctx.gpu.usable_memory_bytes
-    peak = max(expected, key=lambda p: p.total_bytes)
-    wpeak = max(worst, key=lambda p: p.total_bytes)
-    startup = _startup_reasons(ctx, rollout)
-    host_line = host_reason(host) if host is not None else None
-    rest = startup + _verl_reasons(checks) + ([host_line] if host_line else [])
-    mem = [_memory_reason("peak", peak, usable)] if peak.total_bytes > usable else []
-    wmem = (
-        [_memory_reason("worst case (every sequence at max length)", wpeak, usable)]
-        if wpeak.total_bytes > usable
-        else []
-    )
-    return Verdict(
-        reasons=mem + rest,
-        worst_case_reasons=wmem + rest,
-        start_reasons=startup,
-        time_reason=None if rollout.starts else " ".join(startup) or "the rollout engine cannot start",
+    return _assemble(
+        _over("peak", expected, usable),
+        _over("worst case (every sequence at max length)", worst, usable),
+        _startup_reasons(ctx, rollout),
+        checks,
+        [host] if host is not None else [],
     )
 
 
-__all__ = ["Verdict", "memory_fix", "verdict"]
+def split_verdict(
+    pools: list[tuple[str, list[PhaseMemory], list[PhaseMemory]]],
+    rollout_ctx: Context,
+    rollout: RolloutOut,
+    checks: list[ConfigProblem],
+    hosts: list[HostMemory],
+) -> Verdict:
+    """The same criteria for a split placement (``calculator.report.pools``): criterion 1 for each pool's
+    ``(name, expected, worst)`` phases on its own GPUs, 2-4 for the engine on the rollout pool (``rollout``
+    carries that pool's start-up numbers), 5 once, 6 for each pool's nodes."""
+    usable = rollout_ctx.gpu.usable_memory_bytes
+    mem = [line for name, exp, _ in pools for line in _over(f"{name} pool: peak", exp, usable)]
+    wmem = [
+        line
+        for name, _, worst in pools
+        for line in _over(f"{name} pool: worst case (every sequence at max length)", worst, usable)
+    ]
+    return _assemble(mem, wmem, _startup_reasons(rollout_ctx, rollout), checks, hosts)
+
+
+__all__ = ["Verdict", "memory_fix", "split_verdict", "verdict"]

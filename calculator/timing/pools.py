@@ -29,6 +29,10 @@ FSDP group), rank 0 broadcasts it over NCCL to every rollout rank (one_step_off:
 the nodes' NICs (``calculator.timing.flops.collective_bytes_per_s``'s fabric rule). Each broadcast call also
 costs ``BROADCAST_CALL_S`` of host/NCCL launch latency.
 
+Generation and each trainer pass carry the same per-phase costs as a colocated step
+(``calculator.timing.overheads.add_overheads``: dispatch, the data-parallel straggler, MoE grouped GEMM and
+load imbalance), each with its formula in ``time.term_formulas``.
+
 Left out: the sleep/resume of the engine at a sync, the re-prefill of interrupted partial rollouts, Megatron's
 per-expert parameter generation (fully_async.md: sync time is dominated by it for MoE models: 15.8 s for
 Qwen3-30B-A3B on 16+16 ranks, far above this bandwidth model), staleness as a limit on how far generation may
@@ -43,7 +47,6 @@ from dataclasses import dataclass
 from calculator.inputs.placement import PlacementSection
 from calculator.memory.context import Context
 from calculator.memory.pools import PoolMemory
-from calculator.model.architecture import Architecture
 from calculator.names import Phase
 from calculator.report.models import TimeOut
 from calculator.resolve.placement import PlacementPlan
@@ -56,6 +59,7 @@ from calculator.timing.flops import (
     ring_fraction,
     total_params,
 )
+from calculator.timing.overheads import add_overheads, num_weight_tensors
 from calculator.timing.rollout import rollout_time
 from calculator.timing.step import PHASE_TIMERS
 from calculator.timing.summary import time_report
@@ -91,18 +95,6 @@ class PoolTiming:
     formula: str
 
 
-def num_weight_tensors(arch: Architecture) -> int:
-    """Parameter tensors of an HF checkpoint (one broadcast call each): per layer q, k, v, o (+ biases, q/k norms),
-    the norms, and the MLP (3 matrices, or 3 per expert + router + shared expert); embedding, final norm, LM head."""
-    attn = 4 + (3 if arch.qkv_bias else 0) + (1 if arch.o_bias else 0) + (2 if arch.qk_norm else 0)
-    norms = arch.num_norms_per_layer
-    moe = 3 * arch.num_experts + 1 + (3 if arch.shared_expert_intermediate_size else 0)
-    per_dense = attn + norms + 3
-    per_moe = attn + norms + moe
-    head = 2 if arch.tie_word_embeddings else 3
-    return arch.num_dense_layers * per_dense + arch.num_moe_layers * per_moe + head
-
-
 def _broadcast_bytes_per_s(ctx: Context, plan: PlacementPlan) -> float:
     s, gpu = ctx.s, ctx.gpu
     intra = gpu.intra_node_gb_per_s * GB * s.efficiency.nvlink_efficiency
@@ -135,12 +127,19 @@ def sync_time(ctx: Context, roll: Context, plan: PlacementPlan) -> PhaseTime:
     launch = calls * BROADCAST_CALL_S
     load = p * roll.r.rollout.weight_bytes_per_param / roll.r.rollout.tp / hbm_bytes_per_s(s, ctx.gpu)
     terms = {"gather": gather, "broadcast": broadcast, "call_latency": launch, "load_weights": load}
+    notes = {
+        "gather": f"{p:,} params x {mb} B x (g-1)/g over the trainer's group of {group} GPUs",
+        "broadcast": f"{p:,} params x {mb} B / {bw / GB:.0f} GB/s (NVLink in one node, else the nodes' NICs)",
+        "call_latency": f"{how} x {BROADCAST_CALL_S * 1e3:g} ms per call",
+        "load_weights": f"{p:,} params x {roll.r.rollout.weight_bytes_per_param} B / rollout TP "
+        f"{roll.r.rollout.tp} / HBM bandwidth",
+    }
     f = (
         f"{p:,} params x {mb} B: full_tensor gather over {group} GPUs {fmt_s(gather)}, broadcast to the rollout pool "
         f"at {bw / GB:.0f} GB/s {fmt_s(broadcast)}, {how} x {BROADCAST_CALL_S * 1e3:g} ms {fmt_s(launch)}, "
         f"vLLM load {fmt_s(load)}"
     )
-    return PhaseTime(terms=terms, formula=f)
+    return PhaseTime(terms=terms, formula=f, notes=notes)
 
 
 def _stream_seconds(gen: PhaseTime, roll: Context) -> float:
@@ -191,9 +190,11 @@ def _timeline(trainer: dict[str, PhaseTime], sync: float, gen_busy: float, step:
 
 def pool_timing(plan: PlacementPlan, trainer_pool: PoolMemory, rollout_pool: PoolMemory) -> PoolTiming:
     ctx, roll = trainer_pool.ctx, rollout_pool.ctx
-    gen = rollout_time(roll)
+    # The same per-phase costs as a colocated step (``calculator.timing.overheads``: dispatch, the data-parallel
+    # straggler, MoE grouped GEMM and imbalance); the weight sync is the pools' own NCCL broadcast (``sync_time``).
+    gen = add_overheads(roll, Phase.ROLLOUT, rollout_time(roll))
     phases = [Phase(pm.name) for pm in trainer_pool.expected if pm.name != Phase.WEIGHT_SYNC]
-    trainer = {p: PHASE_TIMERS[p](ctx) for p in phases}
+    trainer = {p: add_overheads(ctx, p, PHASE_TIMERS[p](ctx)) for p in phases}
     train = sum(t.seconds for t in trainer.values())
     sync = sync_time(ctx, roll, plan)
     step, busy, f = overlap_step(
@@ -224,6 +225,10 @@ def time_out(plan: PlacementPlan, pt: PoolTiming, trainer_pool: PoolMemory) -> T
     terms[Phase.WEIGHT_SYNC] = dict(pt.sync.terms)
     details = {WAIT: pt.formula, "rollout": pt.generation.formula, **{p: t.formula for p, t in pt.trainer.items()}}
     details[Phase.WEIGHT_SYNC] = pt.sync.formula
+    notes = {p: dict(t.notes) for p, t in pt.trainer.items() if t.notes}
+    if pt.sync.notes:
+        notes[Phase.WEIGHT_SYNC] = dict(pt.sync.notes)
+    notes[WAIT] = {"exposed_generation": pt.formula}
     return time_report(
         ctx,
         phases_s,
@@ -233,6 +238,7 @@ def time_out(plan: PlacementPlan, pt: PoolTiming, trainer_pool: PoolMemory) -> T
         details=details,
         terms_s=terms,
         step_s=pt.step_s,
+        term_formulas=notes,
     )
 
 

@@ -44,3 +44,18 @@ def test_plan_placement():
     assert "one_step_off split of the same GPUs" in p.stdout
     bad = run(["plan", "qwen2.5-7b-grpo-8xh100", "--placement", "split"])
     assert bad.returncode == 2 and "placement" in bad.stderr
+
+
+def test_estimate_text_says_when_a_split_would_help(capsys):
+    """Qwen2.5-0.5B with 8,000-token mean responses: generation is about two thirds of the step, so the text
+    output carries the advisor's placement hint (calculator.planning.placement_advice), which the advisor repeats."""
+    from calculator import advise, load_scenario
+    from calculator.cli.main import main
+    from calculator.inputs.presets import DEFAULT_SCENARIO
+
+    args = ["model.path=qwen2.5-0.5b", "data.max_response_length=16384", "data.mean_response_length=8000"]
+    assert main(["estimate", *[x for a in args for x in ("--set", a)]]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("placement: "))
+    assert "generation is" in line and "one_step_off" in line
+    a = advise(load_scenario(DEFAULT_SCENARIO, dict(a.split("=") for a in args)))
+    assert a.placement_hint is not None and a.placement_hint in line

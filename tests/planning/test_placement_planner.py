@@ -52,3 +52,11 @@ def test_colocated_plan_json_unchanged():
 def test_bad_placement_is_named():
     with pytest.raises(InputError, match="placement: must be one of colocated, one_step_off, fully_async"):
         plan(load_scenario("qwen2.5-7b-grpo-8xh100"), gpus=["h100-80gb"], placement="split")
+
+
+def test_search_split_applies_the_whole_fit_rule():
+    """A split whose nodes lack host RAM does not fit (criterion 6 of calculator.planning.fit), as for colocated rows."""
+    base = _base()
+    low = base.model_copy(update={"hardware": base.hardware.model_copy(update={"host_ram_gib_per_node": 16})})
+    best, n = search_split(low, "one_step_off", 0.1)
+    assert best is None and n > 0

@@ -74,3 +74,68 @@ def test_split_invariants(mode, r_gpn, r_nodes, trainer, staleness, partial, log
     assert r.time is not None
     assert sum(r.time.phases_s.values()) == pytest.approx(r.time.step_s)
     assert r.placement is not None and r.placement.wait_s >= 0
+
+
+def _engine_cannot_start():
+    """Qwen2.5-32B on the split's 2-GPU rollout pool at TP 1: the bf16 weights (~61 GiB) leave vLLM's
+    0.8 x 79.1 GiB budget no room for a KV cache."""
+    d = split_scenario("one_step_off").model_dump()
+    d["model"]["path"] = "qwen2.5-32b"
+    d["rollout"]["tensor_model_parallel_size"] = 1
+    return Scenario.model_validate(d)
+
+
+def test_split_verdict_has_reasons_and_no_step_when_the_engine_cannot_start():
+    r = estimate(_engine_cannot_start())
+    assert not r.peak.fits and r.peak.reasons  # one verdict source: fits == (reasons == [])
+    assert not r.rollout.starts and r.rollout.start_reasons
+    assert all(x in r.peak.reasons for x in r.rollout.start_reasons)
+    assert r.time is not None and r.time.step_s is None and r.time.reason
+    assert r.time.phases_s["rollout"] is None if "rollout" in r.time.phases_s else True
+
+
+@pytest.mark.parametrize("mode", ["one_step_off", "fully_async"])
+def test_split_fits_iff_no_reasons(mode):
+    r = estimate(split_scenario(mode))
+    assert r.peak.fits == (r.peak.reasons == []) and r.peak.fits
+    assert r.peak.worst_case_fits == (r.peak.worst_case_reasons == [])
+
+
+def test_split_pool_over_memory_is_a_named_reason():
+    d = split_scenario("one_step_off").model_dump()
+    d["model"].update(path="qwen2.5-32b", enable_gradient_checkpointing=False)  # 4 x 2,600-token activations
+    d["rollout"]["tensor_model_parallel_size"] = 2
+    r = estimate(Scenario.model_validate(d))
+    assert not r.peak.fits
+    assert any(x.startswith("trainer pool: peak") and "actor_activations" in x for x in r.peak.reasons)
+
+
+def test_split_host_ram_per_pool():
+    r = estimate(split_scenario("one_step_off"))
+    assert r.pools is not None and r.host is not None
+    roll, train = (p.host for p in r.pools)
+    assert roll is not None and train is not None
+    # rollout pool node: 2 GPUs x 1 process (the engine, awake: no weight backup) x 4 GiB + 32 GiB node baseline
+    assert roll.components == {"process_baseline": 8.0, "node_baseline": 32.0}
+    # trainer pool node: 6 GPUs x (2 processes - the rollout one) x 4 GiB; the ref is the actor itself (no KL)
+    assert train.components["process_baseline"] == 6 * 1 * 4.0
+    assert "rollout_weight_backup" not in train.components
+    assert r.host.total_gib_per_node == max(roll.total_gib_per_node, train.total_gib_per_node)
+
+
+def test_split_host_ram_is_a_fit_criterion():
+    s = split_scenario("one_step_off")
+    s = s.model_copy(update={"hardware": s.hardware.model_copy(update={"host_ram_gib_per_node": 40})})
+    r = estimate(Scenario.model_validate(s.model_dump()))
+    assert not r.peak.fits and any(x.startswith("host RAM:") for x in r.peak.reasons)
+
+
+@pytest.mark.parametrize("mode", ["one_step_off", "fully_async"])
+def test_split_time_carries_the_colocated_overheads_with_formulas(mode):
+    r = estimate(split_scenario(mode))
+    t = r.time
+    assert t is not None
+    for phase in ("update_actor",):
+        assert {"dispatch", "dp_straggler"} <= set(t.terms_s[phase])
+        assert {"dispatch", "dp_straggler"} <= set(t.term_formulas[phase])
+    assert set(t.term_formulas["weight_sync"]) == set(t.terms_s["weight_sync"])

@@ -171,6 +171,8 @@ def test_markdown_summary_has_the_key_figures(report: Report) -> None:
     for name in next(p for p in report.phases if p.name == report.peak.phase).components:
         assert f"`{name}`" in md
     assert "rollout.n" in md  # a setting that differs from verl's defaults
+    h = report.host
+    assert h is not None and f"{h.total_gib_per_node:.1f} / {h.usable_ram_gib_per_node:.1f} GiB" in md
     zh = summary.markdown_summary(s, report, "zh")
     assert f"{report.peak.gib_per_gpu:.2f} GiB" in zh and "每卡峰值" in zh
 

@@ -111,3 +111,22 @@ def test_advisor_lists_fitting_options_first_and_all_are_reachable() -> None:
     at.toggle(key="adv_show_all").set_value(True).run()
     assert not at.exception
     assert len([b for b in at.button if b.key and b.key.startswith("adv_apply_")]) == n
+
+
+def test_host_ram_card_shows_the_reports_numbers() -> None:
+    """The Estimate page's host RAM card (calculator.memory.host) shows the report's total, usable and node RAM,
+    and turns into a block when host RAM is what does not fit (the headline names it from peak.reasons)."""
+    low = {"hardware.host_ram_gib_per_node": "64"}
+    for params, fits in (({}, True), (low, False)):
+        over = {k: float(v) for k, v in params.items()}
+        r = estimate(load_scenario(DEFAULT_PRESET, overrides=over))
+        h = r.host
+        assert h is not None and h.fits is fits
+        at = run_app(params)
+        title = tr(
+            "en", "est.host_title", total=h.total_gib_per_node, usable=h.usable_ram_gib_per_node, ram=h.ram_gib_per_node
+        )
+        mark = ":material/check_circle: " if fits else ":material/block: "
+        assert f"{mark}**{title}**" in [m.value for m in at.markdown]
+        if not fits:
+            assert any("host RAM:" in e for e in _headline_errors(at))

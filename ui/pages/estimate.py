@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from calculator import Report
+from calculator import Report, placement_hint
 from ui import cache, catalogue, figures, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
@@ -124,6 +124,9 @@ with right:
             f"**{tr(L, 'est.step_time')}: {report.time.step_s:,.1f} s** · {report.time.tokens_per_s:,.0f} tok/s"
         )
         render.chart(fig_time_page, keys.CHART_TIME, "rlplan-step-time")
+        hint = placement_hint(report)  # would separate rollout and trainer pools help? (calculator.planning)
+        if hint:
+            st.caption(md(hint))
     ro = report.rollout
     with st.container(border=True):
         st.markdown(f"**{tr(L, 'est.rollout_title', engine=ro.engine, replicas=ro.num_replicas)}**")
@@ -177,6 +180,26 @@ with right:
                 for name, text in ro.formulas.items():
                     st.markdown(f"**{name}**")
                     st.code(text, language=None, wrap_lines=True)
+    if report.host is not None:  # host RAM per node (calculator.memory.host): a fit criterion too
+        h = report.host
+        with st.container(border=True):
+            mark = ":material/check_circle: " if h.fits else ":material/block: "
+            title = tr(
+                L,
+                "est.host_title",
+                total=h.total_gib_per_node,
+                usable=h.usable_ram_gib_per_node,
+                ram=h.ram_gib_per_node,
+            )
+            st.markdown(f"{mark}**{title}**")
+            st.dataframe(
+                pd.DataFrame(list(h.components.items()), columns=[tr(L, "est.ro.item"), "GiB / node"]),
+                hide_index=True,
+                width="stretch",
+                column_config={"GiB / node": st.column_config.NumberColumn(format="%.1f")},
+            )
+            with st.expander(tr(L, "est.how")):
+                st.markdown(md_lines([f"{k}: {v}" for k, v in h.formulas.items()], limit=1000))
     render.warnings(report, scenario)
 
 # ----------------------------------------------------------------------------- share and export

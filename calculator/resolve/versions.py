@@ -114,6 +114,11 @@ class VersionBehaviour(BaseModel):
         "legacy workers call _handle.reshard(True) when world_size > 1; the engine only when fsdp_size > 1. "
         "Not read yet (audit item 4, probable, unmeasured).",
     )
+    megatron_grad_offload_key: bool = Field(
+        default=True,
+        description="The Megatron config has megatron.grad_offload (0.5.0-0.9.0 _generated_ppo_megatron_trainer.yaml; "
+        "removed in 0.9.1, where Hydra refuses the key without '+'). Read by the export (calculator/verl/export.py).",
+    )
     notes: str = ""
     sources: tuple[str, ...] = ()
 
@@ -188,6 +193,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
         vllm_cudagraph_in_budget=True,
         temperature_copies_logits=True,
         max_num_seqs_default=256,
+        megatron_grad_offload_key=False,
     ),
     "0.9.0": _row(
         _ENGINE,

@@ -89,10 +89,19 @@ class EngineBudget:
     kv_bytes_per_token_per_gpu: int
     num_blocks: int
     formulas: dict[str, str]
+    data_parallel: int = 1  # engines (vLLM DP ranks) in one replica, each with this budget and its own KV cache
 
     @property
     def kv_tokens(self) -> int:
+        """KV tokens of ONE engine (one DP rank's TP group): vLLM's start check needs one max_model_len here."""
         return self.num_blocks * BLOCK_SIZE_TOKENS
+
+    @property
+    def kv_tokens_per_replica(self) -> int:
+        """KV tokens of a replica: each of its DP ranks holds its own KV cache for its own sequences
+        (verl ``vllm_async_server.py`` passes data_parallel_size to one vLLM server per replica; vLLM runs one
+        EngineCore per DP rank, each sizing its cache from its own profile)."""
+        return self.kv_tokens * self.data_parallel
 
 
 def num_cuda_graphs(settings: EngineSettings) -> int:
@@ -188,11 +197,18 @@ def engine_budget(
         kv_bytes_per_token_per_gpu=kv_tok,
         num_blocks=int(blocks),
         formulas=f,
+        data_parallel=settings.data_parallel if settings.engine == "vllm" else 1,
     )
 
 
 def max_concurrent_sequences(eb: EngineBudget, max_num_seqs: int, seq_len: int) -> int:
-    """Sequences one replica runs at once: KV blocks per sequence of ``seq_len`` tokens against the pool,
-    capped by ``max_num_seqs`` (vLLM's scheduler admits a request only when its blocks fit)."""
+    """Sequences one engine (one DP rank) runs at once: KV blocks per sequence of ``seq_len`` tokens against its
+    pool, capped by ``max_num_seqs`` (vLLM's scheduler admits a request only when its blocks fit)."""
     per_seq_blocks = -(-max(seq_len, 1) // BLOCK_SIZE_TOKENS)
     return min(max_num_seqs, eb.num_blocks // per_seq_blocks)
+
+
+def replica_concurrent_sequences(eb: EngineBudget, max_num_seqs: int, seq_len: int) -> int:
+    """Sequences a replica runs at once: each of its DP ranks schedules its own ``max_num_seqs`` against its own
+    KV cache (vLLM ``EngineCore`` per DP rank)."""
+    return eb.data_parallel * max_concurrent_sequences(eb, max_num_seqs, seq_len)

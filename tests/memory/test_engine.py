@@ -105,3 +105,18 @@ def test_vllm_budget_ignores_the_trainer_sglang_pool_shrinks_with_it():
 def test_a_budget_below_the_weights_leaves_no_blocks():
     b = engine_budget(ARCH, replace(VLLM, tp=1, gpu_memory_utilization=0.1), TOTAL, OV, P7)
     assert b.kv_cache_bytes < 0 and b.num_blocks == 0 and b.kv_tokens == 0
+
+
+def test_rollout_dp_ranks_each_hold_their_own_kv():
+    """vLLM runs one EngineCore per DP rank (verl passes rollout.data_parallel_size to the replica's server): each
+    rank sizes its own KV cache and schedules its own max_num_seqs, so a replica of DP 2 holds two caches."""
+    from calculator.memory.engine import max_concurrent_sequences, replica_concurrent_sequences
+
+    b = engine_budget(ARCH, replace(VLLM, data_parallel=2), TOTAL, OV, P7)
+    one = engine_budget(ARCH, VLLM, TOTAL, OV, P7)
+    assert b.kv_tokens == one.kv_tokens  # a dense model: the same budget on every rank
+    assert b.kv_tokens_per_replica == 2 * b.kv_tokens and one.kv_tokens_per_replica == one.kv_tokens
+    # 2048-token sequences: 128 blocks each; per engine min(256, blocks // 128), twice per replica
+    per_engine = max_concurrent_sequences(b, 256, 2048)
+    assert per_engine == min(256, b.num_blocks // 128)
+    assert replica_concurrent_sequences(b, 256, 2048) == 2 * per_engine

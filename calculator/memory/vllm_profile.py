@@ -88,19 +88,49 @@ def profile_run(arch: Architecture, settings: EngineSettings) -> ProfileRun:
     """The profile run's torch peak over the weights (module docstring) and its formula text."""
     tokens = settings.profile_tokens
     per = profile_forward_bytes_per_token(arch, settings)
-    persistent = tokens * settings.data_parallel * moe_workspace_bytes_per_token(arch, settings) if arch.is_moe else 0
+    forward = profile_forward_bytes(arch, settings, tokens)
+    ws_tokens = moe_workspace_tokens(settings, tokens)
+    persistent = ws_tokens * moe_workspace_bytes_per_token(arch, settings) if arch.is_moe else 0
     hidden = tokens * BF16 * arch.hidden_size
     reqs, b = sampler_requests(settings), sampler_bytes_per_logit(settings)
     sampler = reqs * arch.vocab_size * b
+    chunked = arch.is_moe and ws_tokens < tokens * settings.data_parallel
     text = (
         f"max(forward over {tokens} tokens"
         + ("" if settings.enable_chunked_prefill else " (chunked prefill off: max_model_len)")
-        + f" x {per} B/token, "
+        + f" x {per} B/token"
+        + (
+            f" with the fused-MoE workspace for {ws_tokens} tokens (VLLM_FUSED_MOE_CHUNK_SIZE) = {forward:,} B"
+            if chunked
+            else ""
+        )
+        + ", "
         + (f"MoE workspace {persistent:,} B + " if persistent else "")
         + f"hidden {tokens} x {BF16 * arch.hidden_size} B + sampler {reqs} reqs x vocab {arch.vocab_size} x {b} B)"
         + profile_forward_formula(arch, settings)
     )
-    return ProfileRun(tokens * per, persistent, hidden, sampler, text)
+    return ProfileRun(forward, persistent, hidden, sampler, text)
+
+
+def moe_workspace_tokens(settings: EngineSettings, tokens: int) -> int:
+    """Tokens the fused-MoE workspace is sized for: every DP rank's tokens (gathered), or one chunk of
+    ``VLLM_FUSED_MOE_CHUNK_SIZE`` where the release's vLLM chunks the experts (vLLM <= 0.12: 16384 tokens,
+    ``modular_kernel.py`` ``_chunk_info``; vLLM 0.18 and 0.24 run the whole batch at once)."""
+    gathered = tokens * settings.data_parallel
+    chunk = settings.fused_moe_chunk_tokens
+    return min(gathered, chunk) if chunk else gathered
+
+
+def profile_forward_bytes(arch: Architecture, settings: EngineSettings, tokens: int) -> int:
+    """The forward's peak over ``tokens`` local tokens: ``profile_forward_bytes_per_token`` with the fused-MoE
+    workspace sized for ``moe_workspace_tokens`` instead of every gathered token (the same without chunking)."""
+    full = tokens * profile_forward_bytes_per_token(arch, settings)
+    if not arch.is_moe:
+        return full
+    ws = moe_workspace_bytes_per_token(arch, settings)
+    moe = full - (tokens * settings.data_parallel - moe_workspace_tokens(settings, tokens)) * ws
+    dense = tokens * forward_working_bytes_per_token(arch, settings.tp) if arch.num_dense_layers else 0
+    return max(moe, dense)
 
 
 def expert_shard_intermediate(arch: Architecture, settings: EngineSettings) -> int:

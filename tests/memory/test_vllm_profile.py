@@ -92,3 +92,24 @@ def test_routed_experts_split_over_tp_times_dp_without_ep():
     assert "MoE TP 4 (TP x DP)" in formula
     w_ep, formula_ep = rollout_weight_bytes(MOE, replace(st, expert_parallel=True), p)
     assert w_ep == w and "EP 4" in formula_ep
+
+
+def test_older_vllm_chunks_the_fused_experts():
+    """vLLM <= 0.12 (verl <= 0.8) runs the fused experts in chunks of VLLM_FUSED_MOE_CHUNK_SIZE = 16384 tokens, so the
+    workspace is sized for one chunk; vLLM 0.18 / 0.24 (verl 0.9.x) size it for every gathered token."""
+    old = replace(EP_DP8, fused_moe_chunk_tokens=16384)
+    run = profile_run(MOE, old)
+    # 8 DP ranks x 8192 = 65,536 gathered tokens, workspace for 16,384 of them:
+    # forward 4,940,890,112 - (65,536 - 16,384) x 65,536 = 1,719,664,640
+    assert run.forward_bytes == 1_719_664_640
+    assert run.persistent_bytes == 16_384 * 65_536 == 1_073_741_824
+    assert run.peak_bytes == 1_073_741_824 + 33_554_432 + 700_121_088  # the sampler step
+    assert "workspace for 16384 tokens (VLLM_FUSED_MOE_CHUNK_SIZE)" in run.formula
+    assert profile_run(MOE, replace(BASE, fused_moe_chunk_tokens=16384)) == profile_run(MOE, BASE)  # 8192 < chunk
+
+
+def test_release_picks_the_chunking():
+    from calculator.resolve.versions import behaviour
+
+    assert behaviour("0.9.1").vllm_fused_moe_chunk_tokens == 0 and behaviour("0.9.0").vllm_fused_moe_chunk_tokens == 0
+    assert behaviour("0.8").vllm_fused_moe_chunk_tokens == 16384

@@ -100,6 +100,11 @@ def check_raw_config(given: dict[str, Any], resolver: Any, engine: str, version:
 SRC_LAYERED = "verl/utils/fsdp_utils.py:collect_lora_params"
 
 
+def _positive(value: Any) -> bool:
+    """A positive number, whatever else a script may have written there (a list, a string)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
 def _layered_summon_rule(rv: Any, engine: str) -> list[ConfigProblem]:
     """LoRA with ``rollout.layered_summon`` on FSDP needs vLLM to start from the real base weights: the first
     sync asks for the base model with ``base_sync_done = "dummy" not in rollout.load_format`` False, and
@@ -107,7 +112,7 @@ def _layered_summon_rule(rv: Any, engine: str) -> list[ConfigProblem]:
     793-799; the same test since 0.5.0 ``sharding_manager/fsdp_vllm.py`` 122-142). ``model.lora.merge`` sends
     merged weights instead and never asks for the base alone."""
     m = "actor_rollout_ref.model"
-    lora = (rv(f"{m}.lora_rank", 0) or 0) > 0 or (rv(f"{m}.lora.rank", 0) or 0) > 0
+    lora = any(_positive(rv(k, 0)) for k in (f"{m}.lora_rank", f"{m}.lora.rank"))
     if engine == "megatron" or not lora or not rv("actor_rollout_ref.rollout.layered_summon", False):
         return []
     fmt = str(rv("actor_rollout_ref.rollout.load_format", None) or "dummy")

@@ -75,3 +75,10 @@ def test_layered_summon_needs_a_real_load_format(text: str, raises: bool) -> Non
     (engine_workers.py base_sync_done), and collect_lora_params refuses that with layered_summon."""
     _, notes = V.import_verl_text(text)
     assert any(LAYERED in n for n in notes) is raises, notes
+
+
+@pytest.mark.parametrize("rank", ["[1,2]", "abc", "true", "null"])
+def test_layered_summon_rule_reads_odd_values(rank: str) -> None:
+    """Found by tests/security/test_fuzz_long.py: a list where a LoRA rank belongs must not crash the rule."""
+    _, notes = V.import_verl_text(f"{A}.model.lora_rank={rank} {A}.rollout.layered_summon=true")
+    assert not any(LAYERED in n for n in notes)

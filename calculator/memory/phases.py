@@ -232,7 +232,7 @@ def lingering_roots(ctx: Context, row: PhaseRow) -> list[Component]:
     ``EngineEvalModeCtx.__exit__``), so with the default -1 the ref's root stays gathered (bf16) in every phase
     and the actor's from old_log_prob until its next backward."""
     r = ctx.r
-    if r.behaviour.worker_impl != "engine" or ctx.s.hardware.num_gpus <= 1:
+    if r.behaviour.forward_only_root_resharded or ctx.s.hardware.num_gpus <= 1:
         return []
     out = []
     ref = r.ref

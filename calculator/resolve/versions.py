@@ -112,7 +112,7 @@ class VersionBehaviour(BaseModel):
         default=False,
         description="FSDP1's root unit (embedding, final norm, lm_head) is resharded after a forward-only pass: "
         "legacy workers call _handle.reshard(True) when world_size > 1; the engine only when fsdp_size > 1. "
-        "Not read yet (audit item 4, probable, unmeasured).",
+        "Read by memory/phases.py lingering_roots (audit item 4: probable from the source, unmeasured).",
     )
     vllm_fused_moe_chunk_tokens: int = Field(
         default=16384,

@@ -5,7 +5,7 @@ Worked example (vLLM 0.24, the identity in ``vllm/v1/worker/gpu_worker.py``
 
     budget      = total x util                         = 79.22 x 0.5          = 39.61 GiB
     weights     = params x 2 B / TP                    = 7.616e9 x 2 / 2      =  7.09 GiB
-    activation  = profile forward over max_num_batched_tokens (8192) + sampler dummy
+    activation  = max(profile forward over max_num_batched_tokens (8192), hidden states + sampler dummy)
     non_torch   = growth outside torch during profiling (cuBLAS/attention workspaces)
     cuda graphs = estimate subtracted inside the budget (default since vLLM 0.21)
     KV          = budget - weights - activation - non_torch - cuda graphs
@@ -26,6 +26,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.inputs.constants import OverheadConfig
+from calculator.memory.vllm_profile import (
+    LOG_SOFTMAX_BYTES_PER_LOGIT as LOG_SOFTMAX_BYTES_PER_LOGIT,
+)
+from calculator.memory.vllm_profile import (
+    SAMPLER_BYTES_PER_LOGIT as SAMPLER_BYTES_PER_LOGIT,
+)
+from calculator.memory.vllm_profile import (
+    SAMPLER_NOISE_BYTES_PER_LOGIT as SAMPLER_NOISE_BYTES_PER_LOGIT,
+)
+from calculator.memory.vllm_profile import profile_run
+from calculator.memory.vllm_profile import sampler_bytes_per_logit as sampler_bytes_per_logit
 from calculator.model.activations import forward_working_bytes_per_token
 from calculator.model.architecture import Architecture
 from calculator.resolve.engines import EngineSettings
@@ -33,14 +44,6 @@ from calculator.units import GIB_BYTES, MIB_BYTES, format_gib
 
 BLOCK_SIZE_TOKENS = 16  # vLLM default block size (vllm/config/cache.py)
 CUDA_GRAPH_MODES = 2  # verl sets cudagraph_mode FULL_AND_PIECEWISE: two graph families
-SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4  # bf16 logits, their fp32 copy, fp32 probabilities (v1/sample/sampler.py)
-# verl >= 0.7 sets logprobs_mode=processed_logprobs: vLLM 0.24 TopKTopPSampler.forward_native adds an fp32
-# log_softmax over the vocabulary (v1/sample/ops/topk_topp_sampler.py 136-141).
-LOG_SOFTMAX_BYTES_PER_LOGIT = 4
-
-
-def sampler_bytes_per_logit(settings: EngineSettings) -> int:
-    return SAMPLER_BYTES_PER_LOGIT + (LOG_SOFTMAX_BYTES_PER_LOGIT if settings.sampler_log_softmax else 0)
 
 
 def rollout_weight_bytes(arch: Architecture, settings: EngineSettings, num_params: int) -> tuple[int, str]:
@@ -49,8 +52,9 @@ def rollout_weight_bytes(arch: Architecture, settings: EngineSettings, num_param
     - bf16: 2 B/param; fp8 (``quantization=fp8``, vLLM Fp8LinearMethod / Fp8MoEMethod): 1 B for the linear
       layers and experts, while the embedding, the LM head and the norms stay in bf16 (vLLM quantizes only
       LinearBase / FusedMoE layers; VocabParallelEmbedding and ParallelLMHead keep the model dtype);
-    - everything is split by TP; with ``enable_expert_parallel`` the routed experts are split over TP x DP
-      ranks instead (vLLM ``FusedMoE``: ep_size = tp x dp).
+    - everything is split by TP; the routed experts are split over TP x DP ranks (vLLM
+      ``FusedMoEParallelConfig.make`` flattens TP across DP: with ``enable_expert_parallel`` whole experts, E / (TP x
+      DP) per rank, otherwise every expert's intermediate / (TP x DP)).
     Left out: the norms at 2 B in fp8 (under 0.01 % of the params), fp8 block scales (1/16384 per weight)."""
     b = settings.weight_bytes_per_param
     tp, dp = settings.tp, settings.data_parallel
@@ -58,7 +62,7 @@ def rollout_weight_bytes(arch: Architecture, settings: EngineSettings, num_param
     experts = min(experts, num_params)
     bf16_part = min(num_params - experts, arch.embedding_params() + arch.lm_head_params()) if b == 1 else 0
     rest = num_params - experts - bf16_part
-    ep = tp * dp if settings.expert_parallel else tp
+    ep = tp * dp
     w = (rest * b + bf16_part * 2) // tp + experts * b // ep
     if not bf16_part and ep == tp:
         return w, f"{num_params:,} params x {b} B / TP {tp}"
@@ -66,7 +70,8 @@ def rollout_weight_bytes(arch: Architecture, settings: EngineSettings, num_param
     if bf16_part:
         parts.append(f"embedding + lm_head {bf16_part:,} x 2 B (kept bf16) / TP {tp}")
     if ep != tp:
-        parts.append(f"routed experts {experts:,} x {b} B / EP {ep} (TP x DP)")
+        how = "EP" if settings.expert_parallel else "MoE TP"
+        parts.append(f"routed experts {experts:,} x {b} B / {how} {ep} (TP x DP)")
     return w, "(" + ") + (".join(parts) + ")"
 
 
@@ -84,10 +89,19 @@ class EngineBudget:
     kv_bytes_per_token_per_gpu: int
     num_blocks: int
     formulas: dict[str, str]
+    data_parallel: int = 1  # engines (vLLM DP ranks) in one replica, each with this budget and its own KV cache
 
     @property
     def kv_tokens(self) -> int:
+        """KV tokens of ONE engine (one DP rank's TP group): vLLM's start check needs one max_model_len here."""
         return self.num_blocks * BLOCK_SIZE_TOKENS
+
+    @property
+    def kv_tokens_per_replica(self) -> int:
+        """KV tokens of a replica: each of its DP ranks holds its own KV cache for its own sequences
+        (verl ``vllm_async_server.py`` passes data_parallel_size to one vLLM server per replica; vLLM runs one
+        EngineCore per DP rank, each sizing its cache from its own profile)."""
+        return self.kv_tokens * self.data_parallel
 
 
 def num_cuda_graphs(settings: EngineSettings) -> int:
@@ -109,22 +123,10 @@ def cuda_graph_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadC
 
 
 def profile_activation_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadConfig) -> int:
-    """Torch peak of vLLM's profile run above the weights: a forward over ``max_num_batched_tokens``
-    tokens (``max_model_len`` when chunked prefill is off) and the sampler dummy over
-    ``min(tokens, max_num_seqs)`` requests x vocab (bf16 logits, fp32 copy, fp32 probabilities)."""
-    return sum(_profile_parts(arch, settings))
-
-
-def _profile_parts(arch: Architecture, settings: EngineSettings) -> tuple[int, int]:
-    """(forward, sampler) bytes of the profile run; the formula text is built from the same operands."""
-    tokens = settings.profile_tokens
-    forward = tokens * forward_working_bytes_per_token(arch, settings.tp)
-    sampler = _sampler_requests(settings) * arch.vocab_size * sampler_bytes_per_logit(settings)
-    return forward, sampler
-
-
-def _sampler_requests(settings: EngineSettings) -> int:
-    return min(settings.profile_tokens, settings.max_num_seqs)
+    """Torch peak of vLLM's profile run above the weights (calculator/memory/vllm_profile.py): the larger of the
+    forward over ``max_num_batched_tokens`` tokens (``max_model_len`` when chunked prefill is off) and the sampler
+    dummy over ``min(tokens, max_num_seqs)`` requests x vocab on top of what the forward leaves allocated."""
+    return profile_run(arch, settings).peak_bytes
 
 
 def engine_budget(
@@ -172,12 +174,7 @@ def engine_budget(
         )
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
     f["rollout_weights"] = weights_formula
-    f["rollout_activations"] = (
-        f"profile forward over {settings.profile_tokens} tokens"
-        + ("" if settings.enable_chunked_prefill else " (chunked prefill off: max_model_len)")
-        + f" x {forward_working_bytes_per_token(arch, tp)} B/token + sampler {_sampler_requests(settings)}"
-        f" reqs x vocab {arch.vocab_size} x {sampler_bytes_per_logit(settings)} B"
-    )
+    f["rollout_activations"] = profile_run(arch, settings).formula
     f["rollout_non_torch"] = (
         f"vLLM non-torch growth during profiling, {ov.vllm_non_torch_gib} GiB (overheads.vllm_non_torch_gib)"
     )
@@ -200,11 +197,18 @@ def engine_budget(
         kv_bytes_per_token_per_gpu=kv_tok,
         num_blocks=int(blocks),
         formulas=f,
+        data_parallel=settings.data_parallel if settings.engine == "vllm" else 1,
     )
 
 
 def max_concurrent_sequences(eb: EngineBudget, max_num_seqs: int, seq_len: int) -> int:
-    """Sequences one replica runs at once: KV blocks per sequence of ``seq_len`` tokens against the pool,
-    capped by ``max_num_seqs`` (vLLM's scheduler admits a request only when its blocks fit)."""
+    """Sequences one engine (one DP rank) runs at once: KV blocks per sequence of ``seq_len`` tokens against its
+    pool, capped by ``max_num_seqs`` (vLLM's scheduler admits a request only when its blocks fit)."""
     per_seq_blocks = -(-max(seq_len, 1) // BLOCK_SIZE_TOKENS)
     return min(max_num_seqs, eb.num_blocks // per_seq_blocks)
+
+
+def replica_concurrent_sequences(eb: EngineBudget, max_num_seqs: int, seq_len: int) -> int:
+    """Sequences a replica runs at once: each of its DP ranks schedules its own ``max_num_seqs`` against its own
+    KV cache (vLLM ``EngineCore`` per DP rank)."""
+    return eb.data_parallel * max_concurrent_sequences(eb, max_num_seqs, seq_len)

@@ -230,21 +230,37 @@ def lingering_roots(ctx: Context, row: PhaseRow) -> list[Component]:
     ``_post_forward_reshard``: ``not state._is_root``). The legacy workers resharded it after each log-prob
     pass; the 0.8+ engine does so only when ``fsdp_size > 1`` (verl 0.9.1 ``transformer_impl.py`` 1115,
     ``EngineEvalModeCtx.__exit__``), so with the default -1 the ref's root stays gathered (bf16) in every phase
-    and the actor's from old_log_prob until its next backward."""
+    and the actor's from old_log_prob until its next backward. With ``reshard_after_forward=false`` every unit of
+    the actor stays gathered from old_log_prob to the update, in every release (``_all_units_linger``)."""
     r = ctx.r
-    if r.behaviour.worker_impl != "engine" or ctx.s.hardware.num_gpus <= 1:
-        return []
+    if ctx.s.hardware.num_gpus <= 1:
+        return []  # FSDP1 switches to NO_SHARD on one GPU: nothing is all-gathered
+    actor_idle_after_forward = row.phase in _ACTOR_ROOT_LINGERS and _actor_use(ctx, row) is Use.IDLE
     out = []
+    all_units = actor_idle_after_forward and _all_units_linger(r.actor)
+    if all_units:
+        p = ctx.actor.num_params
+        f = f"reshard_after_forward=false: every unit left gathered after old_log_prob until the update, {p:,} x 2 B"
+        out.append(Component(name=Comp.ACTOR_UNSHARDED_PARAMS, role=Role.ACTOR, bytes=2 * p, formula=f))
+    if r.behaviour.forward_only_root_resharded:
+        return out
     ref = r.ref
     if ctx.ref_separate and ref is not None and _root_lingers(ref) and row.phase is not Phase.REF_LOG_PROB:
         b = 2 * ctx.actor.root_params
         f = f"FSDP1 root unit of the ref left gathered after ref_log_prob (fsdp_size -1): {ctx.actor.root_params:,} x 2 B"
         out.append(Component(name=Comp.REF_UNSHARDED_PARAMS, role=Role.REF, bytes=b, formula=f))
-    if _root_lingers(r.actor) and row.phase in _ACTOR_ROOT_LINGERS and _actor_use(ctx, row) is Use.IDLE:
+    if actor_idle_after_forward and _root_lingers(r.actor) and not all_units:
         b = 2 * ctx.actor.root_params
         f = f"FSDP1 root unit of the actor left gathered after old_log_prob: {ctx.actor.root_params:,} x 2 B"
         out.append(Component(name=Comp.ACTOR_UNSHARDED_PARAMS, role=Role.ACTOR, bytes=b, formula=f))
     return out
+
+
+def _all_units_linger(plan: TrainerPlan) -> bool:
+    """``fsdp_config.reshard_after_forward=false``: FSDP1 runs SHARD_GRAD_OP, which a forward never reshards (torch
+    ``RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES`` holds only FULL_SHARD / HYBRID_SHARD), and FSDP2 keeps its units
+    unsharded until the next backward; so after old_log_prob every unit stays gathered until update_actor."""
+    return plan.strategy in (Strategy.FSDP, Strategy.FSDP2) and not plan.fsdp.reshard_after_forward
 
 
 def _root_lingers(plan: TrainerPlan) -> bool:

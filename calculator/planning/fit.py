@@ -47,11 +47,14 @@ class FitCheck(_Frozen):
     within_margin: bool  # 1. expected peak <= limit
     worst_case_fits: bool  # 2. worst case <= usable
     engine_starts: bool  # 3. report.rollout.starts
-    kv_holds_max_model_len: bool  # 4. KV tokens per replica >= max_model_len
+    kv_holds_max_model_len: bool  # 4. KV tokens per engine (per DP rank) >= max_model_len
     kv_cache_tokens_per_replica: int
     max_model_len: int
     verl_errors: list[str] = Field(
         default_factory=list, description="5. verl's checks that raise (report.checks with severity error)."
+    )
+    kv_cache_tokens_per_engine: int = Field(
+        default=0, description="KV tokens of one engine (one vLLM DP rank); equal to the replica's without rollout DP."
     )
     host_reason: str | None = Field(
         default=None, description="6. host RAM per node (report.host; calculator.memory.host): why it does not fit."
@@ -91,7 +94,9 @@ class FitCheck(_Frozen):
             out.append("the rollout engine does not start (free memory at startup or no KV cache)")
         if not self.kv_holds_max_model_len:
             out.append(
-                f"KV cache holds {self.kv_cache_tokens_per_replica} tokens per replica < max_model_len "
+                f"KV cache holds {self.kv_cache_tokens_per_engine} tokens per "
+                f"{'replica' if self.kv_cache_tokens_per_engine == self.kv_cache_tokens_per_replica else 'engine'}"
+                f" < max_model_len "
                 f"{self.max_model_len}: vLLM refuses to start"
             )
         out += [f"verl rejects the config: {m}" for m in self.verl_errors]
@@ -109,7 +114,7 @@ def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN
     limit = usable * (1.0 - margin)
     arch = resolve_architectures(scenario)[0]
     mml = max_model_len(scenario, arch)
-    kv_tokens = report.rollout.kv_cache_tokens_per_replica
+    kv_tokens = report.rollout.kv_cache_tokens_per_engine  # each DP rank must hold one max_model_len sequence
     ro = report.rollout
     kv_per_token_gib = report.model.kv_cache_bytes_per_token / scenario.rollout.tensor_model_parallel_size / GIB_BYTES
     overshoot = (
@@ -129,7 +134,8 @@ def fit_check(report: Report, scenario: Scenario, margin: float = DEFAULT_MARGIN
         worst_case_fits=report.peak.worst_case_gib_per_gpu <= usable,
         engine_starts=report.rollout.starts,
         kv_holds_max_model_len=kv_tokens >= mml,
-        kv_cache_tokens_per_replica=kv_tokens,
+        kv_cache_tokens_per_replica=report.rollout.kv_cache_tokens_per_replica,
+        kv_cache_tokens_per_engine=kv_tokens,
         max_model_len=mml,
         verl_errors=[p.message for p in rejections(report.checks)],
         host_reason=next((x for x in report.peak.reasons if x.startswith("host RAM:")), None),

@@ -8,7 +8,7 @@ from calculator.inputs.scenario import Scenario
 from calculator.memory import phases as memory
 from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
-from calculator.memory.engine import max_concurrent_sequences
+from calculator.memory.engine import replica_concurrent_sequences
 from calculator.memory.host import HostMemory, host_memory
 from calculator.names import Phase, Role
 from calculator.report.models import (
@@ -53,7 +53,7 @@ def build_context(s: Scenario) -> Context:
 
 
 def _concurrency(ctx: Context, seq_len: int) -> int:
-    return max_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, seq_len)
+    return replica_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, seq_len)
 
 
 def rollout_out(ctx: Context) -> RolloutOut:
@@ -62,7 +62,7 @@ def rollout_out(ctx: Context) -> RolloutOut:
         engine=r.rollout.engine,
         num_replicas=r.num_replicas,
         kv_cache_gib_per_gpu=max(0, rb.kv_cache_bytes) / GIB_BYTES,
-        kv_cache_tokens_per_replica=rb.kv_tokens,
+        kv_cache_tokens_per_replica=rb.kv_tokens_per_replica,
         max_concurrent_sequences_per_replica=_concurrency(ctx, r.lengths.sequence),
         max_concurrent_sequences_per_replica_at_max_len=_concurrency(ctx, r.worst_lengths.sequence),
         sequences_per_replica=r.sequences_per_replica,
@@ -75,6 +75,8 @@ def rollout_out(ctx: Context) -> RolloutOut:
         startup_required_gib=memory.startup_required_bytes(ctx) / GIB_BYTES,
         starts=memory.engine_starts(ctx),
         max_model_len=r.rollout.max_model_len,
+        engines_per_replica=rb.data_parallel,
+        kv_cache_tokens_per_engine=rb.kv_tokens,
         formulas=rb.formulas,
     )
 

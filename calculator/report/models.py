@@ -156,6 +156,15 @@ class RolloutOut(_Frozen):
     max_model_len: int = Field(
         default=0, description="The engine's max_model_len (the KV check needs one such sequence)."
     )
+    engines_per_replica: int = Field(
+        default=1,
+        description="vLLM data-parallel ranks in one replica (rollout.data_parallel_size): each is an engine with "
+        "its own scheduler (max_num_seqs) and its own KV cache; the replica holds their sum.",
+    )
+    kv_cache_tokens_per_engine: int = Field(
+        default=0,
+        description="KV tokens of one engine (one DP rank's TP group): what must hold one max_model_len sequence.",
+    )
     formulas: dict[str, str]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.memory.context import Context
+from calculator.memory.engine import EngineBudget
 from calculator.memory.host import HostMemory, host_reason
 from calculator.report.models import PhaseMemory, RolloutOut
 from calculator.units import GIB_BYTES
@@ -95,7 +96,7 @@ def _startup_reasons(ctx: Context, ro: RolloutOut) -> list[str]:
     elif rb.kv_tokens < rs.max_model_len:
         engine = "vLLM refuses to start" if rs.engine == "vllm" else "SGLang's pool cannot hold one request"
         out.append(
-            f"KV cache holds {rb.kv_tokens:,} tokens per replica < max_model_len {rs.max_model_len:,}: {engine}. "
+            f"KV cache holds {rb.kv_tokens:,} tokens per {_unit(rb)} < max_model_len {rs.max_model_len:,}: {engine}. "
             f"Fix: set rollout.max_model_len={ctx.r.worst_lengths.sequence} (prompt + response), raise "
             "rollout.gpu_memory_utilization or rollout.tensor_model_parallel_size."
         )
@@ -172,6 +173,11 @@ def split_verdict(
         for line in _over(f"{name} pool: worst case (every sequence at max length)", worst, usable)
     ]
     return _assemble(mem, wmem, _startup_reasons(rollout_ctx, rollout), checks, hosts)
+
+
+def _unit(rb: EngineBudget) -> str:
+    """What the KV check counts: one engine; a replica of several vLLM DP ranks holds several such caches."""
+    return "replica" if rb.data_parallel == 1 else f"engine (each of the replica's {rb.data_parallel} DP ranks)"
 
 
 __all__ = ["Verdict", "memory_fix", "split_verdict", "verdict"]

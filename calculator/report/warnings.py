@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.memory.context import Context
+from calculator.memory.engine import EngineBudget
 from calculator.report.models import PeakOut, PhaseMemory, RolloutOut
 from calculator.units import format_gib
 
@@ -51,7 +52,7 @@ def _kv_cache(w: _Inputs) -> list[str]:
         ]
     if rb.kv_tokens < ctx.max_model_len:
         return [
-            f"KV cache holds {rb.kv_tokens} tokens per replica, less than one sequence of max_model_len "
+            f"KV cache holds {rb.kv_tokens} tokens per {_unit(rb)}, less than one sequence of max_model_len "
             f"{ctx.max_model_len} (rollout.max_model_len, default the model's max_position_embeddings): vLLM refuses "
             f"to start. Set rollout.max_model_len={ctx.r.worst_lengths.sequence} (prompt + response), raise "
             "gpu_memory_utilization or rollout TP."
@@ -140,3 +141,8 @@ def collect_warnings(
     """Every warning rule in order (``worst`` is read through ``peak``)."""
     w = _Inputs(ctx, expected, rollout, peak)
     return [text for rule in RULES for text in rule(w)]
+
+
+def _unit(rb: EngineBudget) -> str:
+    """What the KV check counts: one engine; a replica of several vLLM DP ranks holds several such caches."""
+    return "replica" if rb.data_parallel == 1 else f"engine (each of the replica's {rb.data_parallel} DP ranks)"

@@ -52,6 +52,7 @@ class EngineSettings:
     data_parallel: int = 1  # vLLM DP ranks of one engine (each holds its own KV cache)
     expert_parallel: bool = False  # vLLM enable_expert_parallel: experts split over TP x DP ranks
     sampler_log_softmax: bool = True  # logprobs_mode processed_logprobs: the sampler adds an fp32 log_softmax
+    fused_moe_chunk_tokens: int = 0  # vLLM runs the fused experts in chunks of this many tokens (0: all at once)
 
     @property
     def capture_limit(self) -> int:
@@ -98,6 +99,7 @@ def rollout_engine(s: Scenario, arch: Architecture, ver: VersionBehaviour | None
         data_parallel=r.data_parallel_size,
         expert_parallel=r.expert_parallel_size > 1,
         sampler_log_softmax=s.verl_version not in VERSIONS_WITHOUT_LOGPROBS_MODE,
+        fused_moe_chunk_tokens=(ver or behaviour(s.verl_version)).vllm_fused_moe_chunk_tokens,
     )
 
 

@@ -112,7 +112,19 @@ class VersionBehaviour(BaseModel):
         default=False,
         description="FSDP1's root unit (embedding, final norm, lm_head) is resharded after a forward-only pass: "
         "legacy workers call _handle.reshard(True) when world_size > 1; the engine only when fsdp_size > 1. "
-        "Not read yet (audit item 4, probable, unmeasured).",
+        "Read by memory/phases.py lingering_roots (audit item 4: probable from the source, unmeasured).",
+    )
+    vllm_fused_moe_chunk_tokens: int = Field(
+        default=16384,
+        description="vLLM's fused experts run in chunks of VLLM_FUSED_MOE_CHUNK_SIZE tokens (vLLM 0.12 envs.py: 16384; "
+        "modular_kernel.py _chunk_info), so the MoE workspace is sized for one chunk; 0 = the whole batch at once "
+        "(vLLM 0.18 and 0.24: no chunking, the workspace manager sizes it for every token). Releases pinning "
+        "vLLM <= 0.12 (verl <= 0.8) chunk; 0.9.0 (vLLM >= 0.18) and 0.9.1 (0.24) do not. Read by resolve/engines.py.",
+    )
+    megatron_grad_offload_key: bool = Field(
+        default=True,
+        description="The Megatron config has megatron.grad_offload (0.5.0-0.9.0 _generated_ppo_megatron_trainer.yaml; "
+        "removed in 0.9.1, where Hydra refuses the key without '+'). Read by the export (calculator/verl/export.py).",
     )
     notes: str = ""
     sources: tuple[str, ...] = ()
@@ -188,6 +200,8 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
         vllm_cudagraph_in_budget=True,
         temperature_copies_logits=True,
         max_num_seqs_default=256,
+        megatron_grad_offload_key=False,
+        vllm_fused_moe_chunk_tokens=0,
     ),
     "0.9.0": _row(
         _ENGINE,
@@ -209,6 +223,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
         temperature_copy_at_one=True,
         always_defer_grad_sync=True,
         max_num_seqs_default=256,
+        vllm_fused_moe_chunk_tokens=0,
     ),
     "0.8": _row(
         _ENGINE,

@@ -119,6 +119,23 @@ def _max_num_seqs(f: _Field) -> list[Item] | None:
     return None
 
 
+def _layered_summon(f: _Field) -> list[Item] | None:
+    """``layered_summon`` on: also a real ``rollout.load_format``. verl raises at the first LoRA weight sync when
+    vLLM started from ``dummy`` weights (``collect_lora_params``: "To use layered_summon, you must make sure
+    base-model is preloaded in vllm, e.g. let rollout.load_format=safetensors"; every release 0.5.0-0.9.1)."""
+    if not f.value:
+        return None
+    return _generic(f) + [(f.km.group, f"{_R}.load_format", LAYERED_SUMMON_LOAD_FORMAT)]
+
+
+def _release_has_key(f: _Field) -> list[Item] | None:
+    """A key some releases do not have (``megatron.grad_offload``: in the 0.5.0-0.9.0 Megatron configs, removed in
+    0.9.1, where Hydra would refuse it): left to a ``# rlplan:`` line for those releases."""
+    if behaviour(f.s.verl_version).megatron_grad_offload_key:
+        return None
+    return []
+
+
 # Fields whose export is not the generic rule; a handler returning None falls back to it.
 _SPECIAL: dict[str, Callable[[_Field], list[Item] | None]] = {
     "critic.strategy": _critic_strategy,
@@ -127,7 +144,11 @@ _SPECIAL: dict[str, Callable[[_Field], list[Item] | None]] = {
     "rollout.kv_cache_dtype": _kv_cache_dtype,
     "actor.optim.optimizer": _optimizer,
     "rollout.max_num_seqs": _max_num_seqs,
+    "rollout.layered_summon": _layered_summon,
+    "actor.megatron.grad_offload": _release_has_key,
+    "critic.megatron.grad_offload": _release_has_key,
 }
+LAYERED_SUMMON_LOAD_FORMAT = "safetensors"  # the value verl's own message asks for
 # Fields a launch spells otherwise: the cluster shape (trainer.*) and the actor strategy (model_engine).
 _NOT_KEYED = frozenset({"hardware.num_gpus", "hardware.gpus_per_node", "actor.strategy"})
 

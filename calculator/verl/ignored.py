@@ -30,6 +30,9 @@ def _each(prefixes: tuple[str, ...], names: tuple[str, ...], reason: str) -> dic
 
 _NO_EFFECT = "no effect on memory or time"
 IRRELEVANT: dict[str, str] = {
+    f"{_R}.load_format": "vLLM's first weights (dummy: random until the first sync; a real format loads the "
+    "checkpoint at start-up): no effect on memory or step time. Read by calculator/verl/checks/raw.py (LoRA "
+    "layered_summon needs a real one) and written by the export when layered_summon is on",
     **dict.fromkeys(
         (
             "data.train_files",
@@ -183,7 +186,6 @@ IRRELEVANT: dict[str, str] = {
             f"{_R}.top_k",
             f"{_R}.do_sample",
             f"{_R}.val_kwargs",
-            f"{_R}.load_format",
             f"{_R}.disable_log_stats",
             f"{_R}.seed",
             f"{_R}.trace",

@@ -19,7 +19,7 @@ def test_item5_prints_the_kv_reason_and_no_step_time():
     assert verdict.startswith("peak: 114.43 GiB in rollout (memory headroom 25.37 GiB) -> DOES NOT FIT (2 reasons)")
     why = [x for x in lines if x.startswith("why: ")]
     assert why[0] == (
-        "why: KV cache holds 104,848 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
+        "why: KV cache holds 107,648 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
         "rollout.max_model_len=1536 (prompt + response), raise rollout.gpu_memory_utilization or "
         "rollout.tensor_model_parallel_size."
     )

@@ -56,15 +56,19 @@ def test_cuda_graph_pool_by_hand():
 
 
 def test_profile_run_by_hand():
-    # min(8192 tokens, 256 seqs) requests x vocab x (bf16 + fp32 copy + fp32 probs + fp32 log_softmax of
-    # logprobs_mode=processed_logprobs)
-    sampler = 256 * V * (2 + 4 + 4 + 4)
-    assert profile_activation_bytes(ARCH, VLLM, OV) == 8192 * FORWARD_PER_TOKEN + sampler
-    # without chunked prefill the profile runs a whole max_model_len sequence
+    # The forward and the sampler dummy run one after the other: peak = max(forward, hidden states + sampler).
+    # Sampler: min(8192 tokens, 256 seqs) requests x vocab x (bf16 + fp32 copy + fp32 probs + fp32 exponential noise
+    # of random_sample + fp32 log_softmax of logprobs_mode=processed_logprobs) = 18 B per logit.
+    forward = 8192 * FORWARD_PER_TOKEN  # 8192 x 78,336 = 641,728,512
+    hidden = 8192 * 2 * H  # 58,720,256
+    sampler = 256 * V * (2 + 4 + 4 + 4 + 4)  # 700,710,912
+    assert profile_activation_bytes(ARCH, VLLM, OV) == max(forward, hidden + sampler) == hidden + sampler
+    # without chunked prefill the profile runs a whole max_model_len sequence: the forward is the peak
     long = replace(VLLM, enable_chunked_prefill=False, max_model_len=20000)
-    assert profile_activation_bytes(ARCH, long, OV) == 20000 * FORWARD_PER_TOKEN + 256 * V * 14
+    assert profile_activation_bytes(ARCH, long, OV) == 20000 * FORWARD_PER_TOKEN  # 1,566,720,000 > 0.84e9
     raw = replace(VLLM, sampler_log_softmax=False)  # verl <= 0.6: vLLM's raw logprobs, no log_softmax
-    assert profile_activation_bytes(ARCH, raw, OV) == 8192 * FORWARD_PER_TOKEN + 256 * V * 10
+    # hidden + 256 x V x 14 = 603,676,160 < the forward's 641,728,512: the forward is the peak
+    assert profile_activation_bytes(ARCH, raw, OV) == max(forward, hidden + 256 * V * 14) == forward
 
 
 def test_worked_example_of_the_docstring():
@@ -101,3 +105,18 @@ def test_vllm_budget_ignores_the_trainer_sglang_pool_shrinks_with_it():
 def test_a_budget_below_the_weights_leaves_no_blocks():
     b = engine_budget(ARCH, replace(VLLM, tp=1, gpu_memory_utilization=0.1), TOTAL, OV, P7)
     assert b.kv_cache_bytes < 0 and b.num_blocks == 0 and b.kv_tokens == 0
+
+
+def test_rollout_dp_ranks_each_hold_their_own_kv():
+    """vLLM runs one EngineCore per DP rank (verl passes rollout.data_parallel_size to the replica's server): each
+    rank sizes its own KV cache and schedules its own max_num_seqs, so a replica of DP 2 holds two caches."""
+    from calculator.memory.engine import max_concurrent_sequences, replica_concurrent_sequences
+
+    b = engine_budget(ARCH, replace(VLLM, data_parallel=2), TOTAL, OV, P7)
+    one = engine_budget(ARCH, VLLM, TOTAL, OV, P7)
+    assert b.kv_tokens == one.kv_tokens  # a dense model: the same budget on every rank
+    assert b.kv_tokens_per_replica == 2 * b.kv_tokens and one.kv_tokens_per_replica == one.kv_tokens
+    # 2048-token sequences: 128 blocks each; per engine min(256, blocks // 128), twice per replica
+    per_engine = max_concurrent_sequences(b, 256, 2048)
+    assert per_engine == min(256, b.num_blocks // 128)
+    assert replica_concurrent_sequences(b, 256, 2048) == 2 * per_engine

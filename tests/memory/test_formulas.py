@@ -13,7 +13,11 @@ from functools import cache
 import pytest
 
 from calculator import estimate, load_scenario, scenario_presets
-from calculator.memory.engine import LOG_SOFTMAX_BYTES_PER_LOGIT, SAMPLER_BYTES_PER_LOGIT
+from calculator.memory.engine import (
+    LOG_SOFTMAX_BYTES_PER_LOGIT,
+    SAMPLER_BYTES_PER_LOGIT,
+    SAMPLER_NOISE_BYTES_PER_LOGIT,
+)
 from calculator.resolve.resolved import resolve
 from tests.golden.capture import VARIANTS
 
@@ -80,12 +84,16 @@ def test_profile_formula_names_the_tokens_it_counts(chunked: bool) -> None:
     r = estimate(s)
     text = r.rollout.formulas["rollout_activations"]
     m = re.match(
-        rf"profile forward over {NUM} tokens.* x {NUM} B/token \+ sampler {NUM} reqs x vocab {NUM} x (\d+) B", text
+        rf"max\(forward over {NUM} tokens.* x {NUM} B/token, hidden {NUM} x {NUM} B \+ sampler {NUM} reqs x vocab "
+        rf"{NUM} x (\d+) B\)",
+        text,
     )
     assert m, text
-    tokens, per_token, reqs, vocab, sampler_b = _ints(m)
-    assert sampler_b == SAMPLER_BYTES_PER_LOGIT + LOG_SOFTMAX_BYTES_PER_LOGIT  # verl 0.9: processed_logprobs
-    assert tokens * per_token + reqs * vocab * sampler_b == round(r.rollout.activation_gib_per_gpu * 2**30)
+    tokens, per_token, hidden_tokens, hidden_b, reqs, vocab, sampler_b = _ints(m)
+    # verl 0.9: processed_logprobs (log_softmax) and the exponential noise of random_sample
+    assert sampler_b == SAMPLER_BYTES_PER_LOGIT + SAMPLER_NOISE_BYTES_PER_LOGIT + LOG_SOFTMAX_BYTES_PER_LOGIT
+    peak = max(tokens * per_token, hidden_tokens * hidden_b + reqs * vocab * sampler_b)
+    assert peak == round(r.rollout.activation_gib_per_gpu * 2**30)
     max_model_len = resolve(s).rollout.max_model_len  # the model's max_position_embeddings here
     assert tokens == (
         s.rollout.max_num_batched_tokens if chunked else max(s.rollout.max_num_batched_tokens, max_model_len)

@@ -101,3 +101,20 @@ def test_without_warnings_every_number_is_the_same(sid):
     full, lean = estimate(s), estimate(s, with_warnings=False)
     assert full.decisions and lean.warnings == [] and lean.decisions == [] and lean.checks == full.checks
     assert lean == full.model_copy(update={"warnings": [], "decisions": []})
+
+
+def test_rollout_data_parallel_in_the_report():
+    """Qwen3-30B-A3B on 16 GPUs, rollout TP 2 x DP 2: 4 replicas of 2 engines; each engine's KV cache is checked
+    against max_model_len, the replica holds both (calculator/memory/engine.py kv_tokens_per_replica)."""
+    from calculator import estimate, load_scenario
+
+    base = {"rollout.tensor_model_parallel_size": 2}
+    r1 = estimate(load_scenario("qwen3-30b-a3b-grpo-16xh100", overrides={**base, "rollout.data_parallel_size": 1}))
+    r2 = estimate(load_scenario("qwen3-30b-a3b-grpo-16xh100", overrides={**base, "rollout.data_parallel_size": 2}))
+    ro = r2.rollout
+    assert (r1.rollout.num_replicas, ro.num_replicas) == (8, 4) and ro.engines_per_replica == 2
+    assert ro.kv_cache_tokens_per_replica == 2 * ro.kv_cache_tokens_per_engine
+    assert r1.rollout.kv_cache_tokens_per_replica == r1.rollout.kv_cache_tokens_per_engine
+    # the routed experts are split over TP x DP = 4 ranks instead of 2: fewer weights, more KV per engine
+    assert ro.weights_gib_per_gpu < r1.rollout.weights_gib_per_gpu
+    assert ro.kv_cache_tokens_per_engine > r1.rollout.kv_cache_tokens_per_engine

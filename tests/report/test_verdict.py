@@ -48,7 +48,7 @@ def test_item5_names_the_kv_cache_not_the_startup_memory():
     assert not r.peak.fits
     kv = [x for x in r.peak.reasons if x.startswith("KV cache holds")]
     assert kv == [
-        "KV cache holds 104,848 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
+        "KV cache holds 107,648 tokens per replica < max_model_len 131,072: vLLM refuses to start. Fix: set "
         "rollout.max_model_len=1536 (prompt + response), raise rollout.gpu_memory_utilization or "
         "rollout.tensor_model_parallel_size."
     ]

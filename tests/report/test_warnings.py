@@ -51,7 +51,7 @@ def test_kv_cache_below_one_max_model_len_sequence():
 
 def test_kv_limited_concurrency():
     r = estimate(
-        load_scenario(BASE, overrides={"rollout.gpu_memory_utilization": 0.3, "rollout.tensor_model_parallel_size": 1})
+        load_scenario(BASE, overrides={"rollout.gpu_memory_utilization": 0.29, "rollout.tensor_model_parallel_size": 1})
     )
     conc = r.rollout.max_concurrent_sequences_per_replica
     assert 0 < conc * 2 < 256  # below half of max_num_seqs (256)

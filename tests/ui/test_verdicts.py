@@ -36,7 +36,7 @@ def test_item5_headline_metrics_and_card_name_the_kv_reason() -> None:
     assert tr("en", "head.not_fit", n=len(r.peak.reasons)) in heads[0]
     for reason in r.peak.reasons:  # every reason, from the one source
         assert md(reason, limit=1000) in heads[0]
-    assert md("KV cache holds 104,848 tokens per replica < max_model_len 131,072") in heads[0]
+    assert md("KV cache holds 107,648 tokens per replica < max_model_len 131,072") in heads[0]
     assert "free at startup" not in heads[0]  # never the false "129.59 < 83.88"
     peak = _metric(at, "metric.peak")
     assert peak.delta == tr("en", "metric.memory_headroom", headroom=r.peak.headroom_gib)  # not a bare "+29.28"

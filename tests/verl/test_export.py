@@ -89,3 +89,31 @@ def test_yaml_is_nested_with_headers():
     assert data["actor_rollout_ref"]["rollout"]["name"] == "vllm"
     assert text.count("\nactor_rollout_ref:") == 1
     assert "# critic" in text and "  # rollout" in text
+
+
+def test_layered_summon_writes_a_real_load_format_and_reads_back():
+    # verl raises at the first LoRA sync when vLLM starts from dummy weights with layered_summon on
+    # (utils/fsdp_utils.py collect_lora_params, every release 0.5.0-0.9.1): the export adds load_format.
+    s = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"model.lora_rank": 32, "rollout.layered_summon": True})
+    keys = dict(V.export_overrides(s))
+    assert keys["actor_rollout_ref.rollout.layered_summon"] is True
+    assert keys["actor_rollout_ref.rollout.load_format"] == "safetensors"
+    natives, notes = V.import_verl_text(V.format_overrides(s))
+    assert natives["rollout.layered_summon"] is True
+    assert not [n for n in notes if "layered_summon" in n or "load_format" in n]  # read, no error, no warning
+    assert load_scenario("qwen2.5-7b-grpo-8xh100", verl_overrides=V.format_overrides(s, style="overrides")) == s
+    plain = dict(V.export_overrides(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"model.lora_rank": 32})))
+    assert "actor_rollout_ref.rollout.load_format" not in plain  # verl's default (dummy) otherwise
+
+
+def test_grad_offload_is_exported_per_release():
+    # megatron.grad_offload is in the 0.5.0-0.9.0 Megatron configs and absent from 0.9.1's (Hydra refuses it):
+    # 0.9.0 writes the key, 0.9.1 keeps it as a # rlplan line (resolve/versions.py megatron_grad_offload_key).
+    over = {"actor.strategy": "megatron", "actor.megatron.grad_offload": True}
+    old = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**over, "verl_version": "0.9.0"})
+    new = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**over, "verl_version": "0.9.1"})
+    assert dict(V.export_overrides(old))["actor_rollout_ref.actor.megatron.grad_offload"] is True
+    assert not any("grad_offload" in k for k, _ in V.export_overrides(new))
+    assert ("actor.megatron.grad_offload", True) in V.export_scenario(new).rlplan
+    natives, _ = V.import_verl_text(V.format_overrides(new))
+    assert natives["actor.megatron.grad_offload"] is True  # restored from the # rlplan line

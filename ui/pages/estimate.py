@@ -168,10 +168,12 @@ with right:
                 (":material/check_circle: " if ok else ":material/block: ")
                 + tr(L, "est.ro.startup", free=ro.startup_free_gib, required=ro.startup_required_gib)
             )
-        kv_ok = 0 < ro.kv_cache_tokens_per_replica >= ro.max_model_len
+        # vLLM's start check is per engine (one DP rank's cache); equal to the replica's without rollout DP
+        kv_engine = ro.kv_cache_tokens_per_engine or ro.kv_cache_tokens_per_replica
+        kv_ok = 0 < kv_engine >= ro.max_model_len
         st.markdown(
             (":material/check_circle: " if kv_ok else ":material/block: ")
-            + tr(L, "est.ro.kv_check", tokens=ro.kv_cache_tokens_per_replica, mml=ro.max_model_len)
+            + tr(L, "est.ro.kv_check", tokens=kv_engine, mml=ro.max_model_len)
         )
         if ro.start_reasons:  # why the engine cannot start: the same lines as the headline (peak.reasons)
             st.error(md_lines(ro.start_reasons, limit=1000), icon=":material/block:")

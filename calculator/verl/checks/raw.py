@@ -94,4 +94,37 @@ def check_raw_config(given: dict[str, Any], resolver: Any, engine: str, version:
                     SRC_INIT,
                 )
             )
-    return out
+    return out + _layered_summon_rule(rv, engine)
+
+
+SRC_LAYERED = "verl/utils/fsdp_utils.py:collect_lora_params"
+
+
+def _positive(value: Any) -> bool:
+    """A positive number, whatever else a script may have written there (a list, a string)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _layered_summon_rule(rv: Any, engine: str) -> list[ConfigProblem]:
+    """LoRA with ``rollout.layered_summon`` on FSDP needs vLLM to start from the real base weights: the first
+    sync asks for the base model with ``base_sync_done = "dummy" not in rollout.load_format`` False, and
+    ``collect_lora_params`` raises (0.9.1 ``utils/fsdp_utils.py`` 725-730, ``workers/engine_workers.py`` 673,
+    793-799; the same test since 0.5.0 ``sharding_manager/fsdp_vllm.py`` 122-142). ``model.lora.merge`` sends
+    merged weights instead and never asks for the base alone."""
+    m = "actor_rollout_ref.model"
+    lora = any(_positive(rv(k, 0)) for k in (f"{m}.lora_rank", f"{m}.lora.rank"))
+    if engine == "megatron" or not lora or not rv("actor_rollout_ref.rollout.layered_summon", False):
+        return []
+    fmt = str(rv("actor_rollout_ref.rollout.load_format", None) or "dummy")
+    if rv(f"{m}.lora.merge", False) or "dummy" not in fmt:
+        return []
+    return [
+        _p(
+            "layered_summon_dummy_load",
+            "error",
+            "ValueError: To use layered_summon, you must make sure base-model is preloaded in vllm, e.g. let "
+            f"rollout.load_format=safetensors (rollout.load_format is {fmt!r}: the first weight sync fails). Set "
+            "actor_rollout_ref.rollout.load_format=safetensors.",
+            SRC_LAYERED,
+        )
+    ]

@@ -54,3 +54,31 @@ def test_critic_note_explains_the_interpolated_default() -> None:
 def test_no_report_where_verl_does_not_check(text: str) -> None:
     _, notes = V.import_verl_text(text)
     assert not any(TWICE in n or DEPRECATED in n for n in notes), notes
+
+
+LAYERED = "To use layered_summon, you must make sure base-model is preloaded in vllm"
+
+
+@pytest.mark.parametrize(
+    ("text", "raises"),
+    [
+        (f"{A}.model.lora_rank=32 {A}.rollout.layered_summon=true", True),  # default load_format: dummy
+        (f"{A}.model.lora_rank=32 {A}.rollout.layered_summon=true {A}.rollout.load_format=dummy_dtensor", True),
+        (f"{A}.model.lora_rank=32 {A}.rollout.layered_summon=true {A}.rollout.load_format=safetensors", False),
+        (f"{A}.model.lora_rank=32 {A}.rollout.layered_summon=true {A}.model.lora.merge=true", False),  # merged sync
+        (f"{A}.rollout.layered_summon=true", False),  # no LoRA: no adapter sync, no base-only sync
+        (f"{A}.model.lora_rank=32", False),  # whole-model summon: no base-only request
+    ],
+)
+def test_layered_summon_needs_a_real_load_format(text: str, raises: bool) -> None:
+    """verl asks for the base model alone at the first sync when load_format contains 'dummy'
+    (engine_workers.py base_sync_done), and collect_lora_params refuses that with layered_summon."""
+    _, notes = V.import_verl_text(text)
+    assert any(LAYERED in n for n in notes) is raises, notes
+
+
+@pytest.mark.parametrize("rank", ["[1,2]", "abc", "true", "null"])
+def test_layered_summon_rule_reads_odd_values(rank: str) -> None:
+    """Found by tests/security/test_fuzz_long.py: a list where a LoRA rank belongs must not crash the rule."""
+    _, notes = V.import_verl_text(f"{A}.model.lora_rank={rank} {A}.rollout.layered_summon=true")
+    assert not any(LAYERED in n for n in notes)

@@ -172,7 +172,7 @@ def megatron_pass(
     )
     tokens, n_micro = megatron_micro(s, r, pb, seq_len)
     stage = tokens * flops_per_token / (tp * cp * pp) / (peak_flops(ctx.gpu) * mfu)
-    slow = stage / gemm_efficiency(s, tokens / cp) - stage
+    slow = stage / gemm_efficiency(s, tokens / cp, ctx.gpu) - stage
     comm = 0.0
     if tp > 1:  # 2 all-gathers + 2 reduce-scatters (SP) or 2 all-reduces per layer per pass
         vol = 4 * ring_fraction(tp) * tokens / cp * a.hidden_size * 2

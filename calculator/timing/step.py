@@ -89,6 +89,7 @@ from calculator.timing.flops import (
     NO_RECOMPUTE,
     PhaseTime,
     Recompute,
+    achieved_fraction,
     collective_bytes_per_s,
     fmt_s,
     forward_flops_per_token,
@@ -146,14 +147,15 @@ def _forward_phase(
     s = ctx.s
     L = float(ctx.r.trained_seq_len)
     fpt = forward_flops_per_token(r.role, L)
-    rate = peak_flops(ctx.gpu) * s.efficiency.forward_mfu
+    frac = achieved_fraction(s, ctx.gpu, s.efficiency.forward_mfu)
+    rate = peak_flops(ctx.gpu) * frac
     m = _micro_tokens(ctx, pb, sp)
     tokens_total = m * pb.num_micro_batches * s.hardware.num_gpus
     if r.megatron:
-        terms = megatron_pass(ctx, r, pb, L, fpt, s.efficiency.forward_mfu, passes=1)
+        terms = megatron_pass(ctx, r, pb, L, fpt, frac, passes=1)
         f = f"Megatron forward: {pb.num_micro_batches} micro-batches/rank of ~{pb.tokens_per_gpu:,} tokens"
     else:
-        eff = gemm_efficiency(s, m)
+        eff = gemm_efficiency(s, m, ctx.gpu)
         t_cmp = m * fpt / rate
         t_gpu = t_cmp / eff
         io = fsdp_io(ctx, r, gathers=1, grads=False)
@@ -173,7 +175,8 @@ def _forward_phase(
         }
         f = (
             f"{n} micro-batches x {m:,.0f} tokens x {fpt / 1e9:.1f} GFLOP/token / "
-            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.forward_mfu:.0%} x GEMM efficiency {eff:.0%} "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {frac:.0%} (forward_mfu {s.efficiency.forward_mfu:.0%} at H100's "
+            f"balance, roofline) x GEMM efficiency {eff:.0%} "
             f"at {m:,.0f} tokens) = {fmt_s(n * t_gpu)}; per micro-batch all-gather {fmt_s(io.comm)}"
             + (f" + fp32 shard over PCIe {fmt_s(stream)} (forced CPU offload)" if stream_fp32 else "")
             + f" overlapped with compute (exposed {fmt_s(comm + host)}); host issues "
@@ -197,13 +200,14 @@ def _update_phase(
     s = ctx.s
     L = float(ctx.r.trained_seq_len)
     executed, model = train_flops_per_token(s, r.role, L, recompute=recompute)
-    rate = peak_flops(ctx.gpu) * s.efficiency.train_mfu
+    frac = achieved_fraction(s, ctx.gpu, s.efficiency.train_mfu)
+    rate = peak_flops(ctx.gpu) * frac
     rounds = epochs * num_mini
     passes = 2.0 + recompute.matmul  # forward, backward, and the recomputed share of a forward
     sp = r.plan.sp
     m = _micro_tokens(ctx, pb, sp)
     if r.megatron:
-        per = megatron_pass(ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=passes)
+        per = megatron_pass(ctx, r, pb, L, executed, frac, passes=passes)
         terms = {k: rounds * v for k, v in per.items()}
         dp_bytes = r.local * (4 + 2) * ring_fraction(r.dp)  # fp32 grad reduce-scatter + bf16 param gather
         terms["dp_comm"] = rounds * dp_bytes / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
@@ -218,7 +222,7 @@ def _update_phase(
     else:
         ckpt = recompute.any
         n = pb.num_micro_batches
-        eff = gemm_efficiency(s, m)
+        eff = gemm_efficiency(s, m, ctx.gpu)
         t_cmp = m * executed / rate
         t_gpu = t_cmp / eff
         gathers = 2 if r.fsdp.reshard_after_forward else 1
@@ -250,7 +254,8 @@ def _update_phase(
         f = (
             f"{epochs} epoch(s) x {num_mini} mini-batches x {n} micro-batches x {m:,.0f} tokens x "
             f"{executed / 1e9:.1f} GFLOP/token ({'6N+2N recompute' if ckpt else '6N'} + attention) / "
-            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.train_mfu:.0%} x GEMM efficiency {eff:.0%}); "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {frac:.0%} (train_mfu {s.efficiency.train_mfu:.0%} at H100's "
+            f"balance, roofline) x GEMM efficiency {eff:.0%}); "
             f"per micro-batch FSDP {gathers} bf16 all-gather(s) + fp32 reduce-scatter {fmt_s(io.comm)}, overlapped: "
             f"exposed {fmt_s(comm + host)}; host issues {r.role.arch.num_layers} layers x {passes:g} passes in "
             f"{fmt_s(dispatch)}"

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculator.timing.lengths import MAX_TRUNCATED_TOKEN_SHARE, fit_lengths, straggler_factor
+from calculator.timing.lengths import (
+    MAX_TRUNCATED_TOKEN_SHARE,
+    HistogramLengths,
+    _sorted_rank,
+    balanced_straggler_factor,
+    fit_lengths,
+    straggler_factor,
+)
 
 
 def test_the_max_is_the_one_minus_clip_quantile():
@@ -91,3 +98,40 @@ def test_bad_histograms_are_refused_with_the_field_named(text, needle):
     with pytest.raises(InputError, match="response_length_histogram") as e:
         load_scenario(None, overrides={"data.max_response_length": 4096, "data.response_length_histogram": text})
     assert needle in str(e.value)
+
+
+def test_balance_batch_layout_short_long_short():
+    """verl: sorted [a0..a5] -> partition[::2] + partition[1::2][::-1] = a0 a2 a4 a5 a3 a1."""
+    assert [_sorted_rank(p, 6) for p in range(6)] == [0, 2, 4, 5, 3, 1]
+    assert [_sorted_rank(p, 5) for p in range(5)] == [0, 2, 4, 3, 1]
+
+
+def test_balanced_straggler_by_hand():
+    """Lengths 100 and 300 (one each), 2 ranks x 2 mini-batches of 2: every mini-batch holds one short and one
+    long (ranks 0,2 then 3,1 of 4): mean 200, sd 100, cv 0.5; 1 + 0.5 / sqrt(2) x sqrt(2 ln 2) = 1.4163 (below
+    the cap 300 / 200 = 1.5), the same for both mini-batches."""
+    h = HistogramLengths(bins=((100, 1.0), (300, 1.0)), top=300.0)
+    f = balanced_straggler_factor(h, 0.0, 2, 2.0, 2)
+    assert f == pytest.approx(1 + 0.5 / math.sqrt(2) * math.sqrt(2 * math.log(2)), rel=1e-9)
+    assert f == pytest.approx(1.4163, abs=1e-4)
+
+
+def test_balanced_straggler_shrinks_with_narrower_bands():
+    """A heavy-tailed distribution (mean 2,048 of max 28,672): 16 mini-batches leave each rank a narrow band, so
+    the slowest rank is much closer to the mean than with one mini-batch (the whole spread); no spread or one
+    rank: no straggler."""
+    d = fit_lengths(2048, 28672, 0.01)
+    one = balanced_straggler_factor(d, 256.0, 1, 64.0, 8)
+    sixteen = balanced_straggler_factor(d, 256.0, 16, 64.0, 8)
+    assert 1.0 < sixteen < one
+    assert sixteen < 1.15  # the DAPO-7B colocated run's shape: ~11 % (43 % before banding)
+    assert balanced_straggler_factor(fit_lengths(500, 500, 0.0), 100.0, 4, 32.0, 8) == 1.0
+    assert balanced_straggler_factor(d, 256.0, 4, 64.0, 1) == 1.0
+
+
+def test_quantiles_of_the_fit_and_of_a_histogram():
+    d = fit_lengths(600, 1024, 0.01)
+    assert d.quantile(0.5) == pytest.approx(math.exp(d.mu), rel=1e-9)  # the median of the log-normal
+    assert d.quantile(0.999) == 1024.0  # inside the clipped share: the max
+    h = HistogramLengths(bins=((100, 3.0), (300, 1.0)), top=300.0)
+    assert (h.quantile(0.5), h.quantile(0.75), h.quantile(0.9)) == (100.0, 100.0, 300.0)

@@ -34,6 +34,7 @@ TERM_COLORS: dict[str, str] = {
     "decode": "#f16913",
     "long_tail": "#a63603",
     "tp_allreduce": "#7f2704",
+    "ep_all_to_all": "#e7298a",
     "fsdp_comm": "#8172b3",
     "tp_ep_comm": "#8172b3",
     "dp_comm": "#b39ddb",

@@ -23,24 +23,24 @@ BEFORE = {
     "vllm-decode-llama3.1-8b-a100-b1": 14.9e-3,
 }
 
-# Model figures at commit a6264bc (round 1 of issue 15), same case ids, seconds.
+# Model figures at commit a6264bc (round 1 of issue 15), same case ids and releases (0.6 / 0.5), seconds.
 DAPO_BEFORE = {
-    "fully_async-32xh20-rollout": 211.9,
+    "fully_async-32xh20-rollout": 206.4,
     "fully_async-32xh20-old_log_prob": 168.9,
     "fully_async-32xh20-update_actor": 960.0,
-    "fully_async-32xh20-sum": 1340.9,
-    "fully_async-64xh20-rollout": 132.9,
+    "fully_async-32xh20-sum": 1335.4,
+    "fully_async-64xh20-rollout": 130.3,
     "fully_async-64xh20-old_log_prob": 85.3,
     "fully_async-64xh20-update_actor": 573.5,
-    "fully_async-64xh20-sum": 791.7,
+    "fully_async-64xh20-sum": 789.1,
     "fully_async-128xh20-rollout": 93.4,
     "fully_async-128xh20-old_log_prob": 43.5,
     "fully_async-128xh20-update_actor": 357.3,
     "fully_async-128xh20-sum": 494.3,
-    "one_step_off-16xh20-rollout": 264.0,
+    "one_step_off-16xh20-rollout": 255.5,
     "one_step_off-16xh20-old_log_prob": 252.5,
     "one_step_off-16xh20-update_actor": 1246.9,
-    "one_step_off-16xh20-sum": 1763.4,
+    "one_step_off-16xh20-sum": 1754.9,
 }
 
 

@@ -11,15 +11,19 @@ dispatch (every phase)
     ``response_length`` too), and the driver gathers, reorders (``_balance_batch``) and splits those padded
     tensors every phase (0.9 strips the padding, ``workers/utils/padding.py``, only after it has handled them);
     so the driver's bytes follow max_prompt + max_response per sequence, not the mean length: with 28K-token
-    responses averaging 2K this is ~13x the real tokens.
+    responses averaging 2K this is ~13x the real tokens. The 0.9 V1 trainer (default ``trainer.use_v1``) moves
+    unpadded samples through TransferQueue instead (``VersionBehaviour.driver_batch_padded``): real tokens.
 dp_straggler (update_actor / update_critic)
     each mini-batch's optimizer step waits for the slowest data-parallel rank. verl's ``trainer.balance_batch``
     (default on; rlplan assumes it) gives every rank an equal-size, equal-workload partition, sorted and laid out
     short-long-short, which every rank cuts into the same mini-batches: mini-batch i is the same length band on
     all ranks, so only the spread inside the band remains (``lengths.balanced_straggler_factor``: per band
-    1 + cv_band/√n · √(2 ln D), capped at the band's longest over its mean). The slow rank's extra compute first
+    1 + cv_band/√n · E[max of D normals], capped at the band's longest over its mean). The slow rank's extra compute first
     fills the exposed FSDP traffic and host-launch time (a micro-batch lasts max(compute, traffic, launches)),
-    so only the excess is charged. The forward-only phases have no per-mini-batch barrier and balanced rank
+    so only the excess is charged. verl 0.5 / 0.6 and the 0.9 V1 trainer do not sort the partitions
+    (``VersionBehaviour.balance_batch_banded``):
+    there each mini-batch is an unsorted subset, 1 + cv/√n · E[max of D normals] with the whole distribution's cv (capped at
+    the longest sequence over the mean). The forward-only phases have no per-mini-batch barrier and balanced rank
     totals, so they are left alone.
 moe_grouped_gemm, moe_load_imbalance (training-side phases of MoE models)
     the expert GEMMs see tokens x top-k / experts rows each (x EP, whose ranks pool their tokens), at
@@ -41,7 +45,7 @@ from calculator.memory.context import Context
 from calculator.model.architecture import Architecture
 from calculator.names import Phase
 from calculator.timing.flops import PhaseTime, fmt_s, gemm_efficiency, matmul_params, pcie_bytes_per_s
-from calculator.timing.lengths import balanced_straggler_factor
+from calculator.timing.lengths import balanced_straggler_factor, straggler_factor
 from calculator.timing.rollout import length_distribution
 
 DATAPROTO_BYTES_PER_TOKEN = 36  # 4 int64 tensors per token + one fp32 result (module docstring)
@@ -72,12 +76,15 @@ def num_weight_tensors(arch: Architecture) -> int:
 def _dispatch(ctx: Context, phase: Phase) -> tuple[float, str]:
     e = ctx.s.efficiency
     d = ctx.s.data
-    padded = d.max_prompt_length + d.max_response_length
-    tokens = 0 if phase == Phase.WEIGHT_SYNC else ctx.r.num_sequences_generated * padded
+    if ctx.r.behaviour.driver_batch_padded:
+        per_seq, what = d.max_prompt_length + d.max_response_length, "padded positions"
+    else:  # 0.9 V1 trainer: unpadded samples through TransferQueue
+        per_seq, what = ctx.r.lengths.sequence, "tokens (unpadded, TransferQueue)"
+    tokens = 0 if phase == Phase.WEIGHT_SYNC else ctx.r.num_sequences_generated * per_seq
     data = tokens * DATAPROTO_BYTES_PER_TOKEN / (e.driver_gb_per_s * 1e9)
     note = (
-        f"{e.phase_fixed_overhead_s:g} s fixed + {ctx.r.num_sequences_generated:,} sequences x {padded:,} padded "
-        f"positions x {DATAPROTO_BYTES_PER_TOKEN} B through the driver at {e.driver_gb_per_s:g} GB/s ({fmt_s(data)})"
+        f"{e.phase_fixed_overhead_s:g} s fixed + {ctx.r.num_sequences_generated:,} sequences x {per_seq:,} {what} "
+        f"x {DATAPROTO_BYTES_PER_TOKEN} B at {e.driver_gb_per_s:g} GB/s ({fmt_s(data)})"
     )
     return e.phase_fixed_overhead_s + data, note
 
@@ -91,7 +98,15 @@ def _straggler(ctx: Context, phase: Phase, t: PhaseTime) -> tuple[float, str]:
     per_rank = pp.expected.sequences_per_gpu * (ctx.s.hardware.num_gpus // max(pp.sp, 1)) / ranks
     ln = ctx.r.lengths
     dist = length_distribution(ctx.s, float(ln.response))
-    f = balanced_straggler_factor(dist, float(ln.prompt), num_mini, max(per_rank, 1.0), ranks)
+    banded = ctx.r.behaviour.balance_batch_banded
+    if banded:
+        f = balanced_straggler_factor(dist, float(ln.prompt), num_mini, max(per_rank, 1.0), ranks)
+        how = f"balance_batch: {num_mini} mini-batches, each the same length band on all {ranks} ranks"
+    else:  # verl 0.5 / 0.6: a rank's mini-batches are unsorted subsets of its partition
+        cv = dist.cv() * dist.mean / max(ln.sequence, 1)  # spread of prompt + response
+        cap = (ln.prompt + dist.longest) / max(ln.sequence, 1)
+        f = min(straggler_factor(cv, max(per_rank, 1.0), ranks), max(cap, 1.0))
+        how = f"verl {ctx.r.behaviour.version}'s balance_batch keeps batch order: unsorted mini-batches, CV {cv:.2f}"
     # The slowest rank's extra tokens cost compute at the MFU: its micro-batches are larger, not more numerous,
     # so the per-micro-batch GEMM inefficiency (gemm_small_batch) does not grow with them.
     gpu = t.terms.get("compute", 0.0)
@@ -100,9 +115,8 @@ def _straggler(ctx: Context, phase: Phase, t: PhaseTime) -> tuple[float, str]:
     hidden = sum(t.terms.get(k, 0.0) for k in ("fsdp_comm", "cpu_offload_pcie", "host_overhead"))
     extra = max(0.0, (f - 1) * gpu - hidden)
     note = (
-        f"balance_batch: {num_mini} mini-batches, each the same length band on all {ranks} ranks; slowest rank "
-        f"{f - 1:.1%} above the mean over {per_rank:,.0f} sequences per rank per mini-batch (spread inside each band "
-        f"x sqrt(2 ln {ranks}) / sqrt(n)) of the compute {fmt_s(gpu)}, less the exposed FSDP traffic and host time "
+        f"{how}; slowest rank {f - 1:.1%} above the mean over {per_rank:,.0f} sequences per rank per mini-batch (spread inside each band "
+        f"x E[max of {ranks} normals] / sqrt(n)) of the compute {fmt_s(gpu)}, less the exposed FSDP traffic and host time "
         f"it hides ({fmt_s(hidden)})"
     )
     return extra, note

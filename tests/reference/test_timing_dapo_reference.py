@@ -12,10 +12,12 @@ Cases (seconds per step, averaged by the authors):
   ppo_mini_batch_size 32, rollout TP 2, Ulysses SP 4, dynamic batch (2,048 + max response) x 2 / x 3, gradient
   checkpointing on) with the doc's 20,480-token max response, all 16 GPUs colocated.
 Lengths are not published: mean prompt 256 and mean response 2,048 are ASSUMED (as in test_calibration_scaling).
+Release: the doc dates from 07/17/2025, so ``verl_version: 0.5`` (padded DataProto through the driver, balance_batch
+without the per-rank length sort).
 
-Model / measured (2026-11-24; before = round 1 of issue 15, commit a6264bc):
-    one_step_off 16 x H20   rollout 0.82 -> 0.84, old_log_prob 2.87 -> 1.56, update_actor 4.36 -> 1.96,
-                            phase sum 2.54 -> 1.39
+Model / measured (2026-11-24; before = round 1 of issue 15, commit a6264bc, same release):
+    one_step_off 16 x H20   rollout 0.80 -> 0.81, old_log_prob 2.87 -> 1.56, update_actor 4.36 -> 2.13,
+                            phase sum 2.53 -> 1.45
 Tolerance: the phase sum within the issue's goal band 0.67-1.5x (the lengths are assumed); per phase the figures
 are printed by ``python3 -m benchmarks.bench_time_fidelity``.
 
@@ -60,7 +62,8 @@ def one_step_off_script() -> str:
 
 
 def one_step_off_phases() -> dict[str, float]:
-    base = {"model.path": "qwen2.5-7b", "hardware.gpu": "h20-96gb", "hardware.num_gpus": 16}
+    # the doc dates from 07/17/2025: verl 0.5's trainer (padded DataProto, balance_batch without the length sort)
+    base = {"model.path": "qwen2.5-7b", "hardware.gpu": "h20-96gb", "hardware.num_gpus": 16, "verl_version": "0.5"}
     s = load_scenario(None, {**base, "hardware.gpus_per_node": 8, **LENGTHS}, one_step_off_script())
     t = estimate(s).time
     assert t is not None
@@ -107,13 +110,14 @@ def test_one_step_off_colocated_phase_sum_within_the_goal_band() -> None:
 
 
 def test_the_recipe_recomputes_and_balances() -> None:
-    # verl defaults the recipe keeps: gradient checkpointing (8N executed FLOPs) and balance_batch (banded straggler).
+    # verl defaults the recipe keeps: gradient checkpointing (8N executed FLOPs) and balance_batch, which in 0.6 does
+    # not sort the mini-batches by length (the 0.7+ banding would leave ~11 %).
     s = scenario(32)
     assert s.model.enable_gradient_checkpointing
     t = estimate(s).time
     assert t is not None
     upd = t.terms_s["update_actor"]
-    assert upd["dp_straggler"] < 0.15 * upd["compute"]  # banded by balance_batch: ~11 % (43 % unbalanced)
+    assert 0.2 * upd["compute"] < upd["dp_straggler"] < 0.4 * upd["compute"]  # 0.6: unsorted mini-batches, ~30 %
 
 
 def test_gpu_balance_ratio_against_public_mfus() -> None:

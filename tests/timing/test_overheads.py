@@ -19,9 +19,9 @@ MODELS = model_presets()
 
 
 def test_every_phase_pays_the_fixed_dispatch_and_its_data():
-    """The driver handles the PADDED batch: 1024 x 5 sequences x (512 max prompt + 1024 max response) positions x
-    36 B = 283.1 MB at 1 GB/s = 0.283 s, + 1 s fixed; the weight sync ships no batch."""
-    s, t = times()
+    """verl <= 0.8 (legacy RayPPOTrainer) handles the PADDED batch: 1024 x 5 sequences x (512 max prompt + 1024 max
+    response) positions x 36 B = 283.1 MB at 1 GB/s = 0.283 s, + 1 s fixed; the weight sync ships no batch."""
+    s, t = times({"verl_version": "0.8"})
     assert (s.data.max_prompt_length, s.data.max_response_length) == (512, 1024)
     data = 1024 * 5 * 1536 * DATAPROTO_BYTES_PER_TOKEN / 1e9
     assert data == pytest.approx(0.2831, abs=1e-4)
@@ -31,10 +31,18 @@ def test_every_phase_pays_the_fixed_dispatch_and_its_data():
         assert "padded" in pt.notes["dispatch"]
 
 
+def test_v1_trainer_moves_unpadded_samples():
+    """verl 0.9 (V1 trainer, TransferQueue): 1024 x 5 sequences x 1112 real tokens x 36 B = 0.205 s + 1 s."""
+    _, t = times()
+    data = 1024 * 5 * 1112 * DATAPROTO_BYTES_PER_TOKEN / 1e9
+    assert t[Phase.UPDATE_ACTOR].terms["dispatch"] == pytest.approx(1.0 + data, rel=1e-12)
+    assert "TransferQueue" in t[Phase.UPDATE_ACTOR].notes["dispatch"]
+
+
 def test_dispatch_follows_the_max_lengths_not_the_mean():
     """Same mean lengths, max response 1024 -> 4096: the driver's bytes grow by (512 + 4096) / (512 + 1024) = 3x."""
-    _, t1 = times()
-    _, t4 = times({"data.max_response_length": 4096})
+    _, t1 = times({"verl_version": "0.8"})
+    _, t4 = times({"verl_version": "0.8", "data.max_response_length": 4096})
     d1 = t1[Phase.UPDATE_ACTOR].terms["dispatch"] - 1.0
     d4 = t4[Phase.UPDATE_ACTOR].terms["dispatch"] - 1.0
     assert d4 == pytest.approx(3.0 * d1, rel=1e-9)
@@ -47,10 +55,10 @@ def test_dispatch_does_not_shrink_with_more_gpus():
 
 
 def test_update_waits_for_the_slowest_rank():
-    """Mini-batch 256 prompts x 5 = 1280 sequences over 8 FSDP ranks = 160 per rank, 4 mini-batches (1024 / 256);
-    lengths: the clipped log-normal with mean 600 of max 1024 (preset); balance_batch puts the same length band in
-    each mini-batch on every rank (lengths.balanced_straggler_factor)."""
-    s, t = times()
+    """verl 0.7 / 0.8: mini-batch 256 prompts x 5 = 1280 sequences over 8 FSDP ranks = 160 per rank, 4 mini-batches
+    (1024 / 256); lengths: the clipped log-normal with mean 600 of max 1024 (preset); balance_batch puts the same
+    length band in each mini-batch on every rank (lengths.balanced_straggler_factor)."""
+    s, t = times({"verl_version": "0.8"})
     upd = t[Phase.UPDATE_ACTOR]
     d = fit_lengths(600, s.data.max_response_length, 0.01)
     f = balanced_straggler_factor(d, 512.0, 4, 160.0, 8)
@@ -59,7 +67,7 @@ def test_update_waits_for_the_slowest_rank():
     hidden = upd.terms["fsdp_comm"] + upd.terms["cpu_offload_pcie"] + upd.terms["host_overhead"]
     assert upd.terms["dp_straggler"] == pytest.approx(max(0.0, (f - 1) * gpu - hidden), rel=1e-9)
     assert "dp_straggler" not in t[Phase.OLD_LOG_PROB].terms  # balance_batch evens the whole batch's tokens
-    assert "balance_batch" in upd.notes["dp_straggler"]
+    assert "same length band" in upd.notes["dp_straggler"]
 
 
 def test_weight_tensor_counts_by_hand():
@@ -123,3 +131,17 @@ def test_moe_grouped_gemm_and_load_imbalance_megatron_ep():
 def test_dense_models_have_no_moe_terms():
     _, t = times()
     assert not any(k.startswith("moe_") for pt in t.values() for k in pt.terms)
+
+
+@pytest.mark.parametrize("version", ["0.6", "0.9"])
+def test_unsorted_releases_pay_the_random_straggler(version: str):
+    """verl 0.5 / 0.6 keep each rank's partition in batch order, and so does the 0.9 V1 trainer: the straggler follows
+    the whole spread, 1 + cv / sqrt(160) x E[max of 8 normals] with cv of prompt + response = cv_R x 600 / 1112."""
+    s, t = times({"verl_version": version})
+    upd = t[Phase.UPDATE_ACTOR]
+    d = fit_lengths(600, s.data.max_response_length, 0.01)
+    f = straggler_factor(d.cv() * 600 / 1112, 1280 / 8, 8)
+    gpu = upd.terms["compute"]
+    hidden = upd.terms["fsdp_comm"] + upd.terms["cpu_offload_pcie"] + upd.terms["host_overhead"]
+    assert upd.terms["dp_straggler"] == pytest.approx(max(0.0, (f - 1) * gpu - hidden), rel=1e-9)
+    assert "keeps batch order" in upd.notes["dp_straggler"]

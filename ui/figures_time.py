@@ -37,6 +37,7 @@ TERM_COLORS: dict[str, str] = {
     "ep_all_to_all": "#e7298a",
     "fsdp_comm": "#8172b3",
     "tp_ep_comm": "#8172b3",
+    "cp_ring_attention": "#6a3d9a",
     "dp_comm": "#b39ddb",
     "ulysses_all_to_all": "#c994c7",
     "pipeline_bubble": "#bdbdbd",

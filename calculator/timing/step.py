@@ -34,7 +34,8 @@ Assumptions, per phase:
   (``reduce_dtype`` fp32; once per mini-batch with ``use_no_sync_for_gradient_accumulation``);
   HSDP adds an all-reduce across replicas. Overlap as above. AdamW step per mini-batch: memory-bound,
   8 tensors (p, g, m, v read; p, m, v written; grad norm) per local param over HBM. Megatron:
-  TP/SP collectives (4 per layer per pass, exposed), EP all-to-all, pipeline bubble
+  TP/SP collectives (4 per layer per pass, exposed), EP all-to-all, CP ring-attention hops beyond the attention
+  they overlap (``backend.cp_ring_seconds``), pipeline bubble
   (pp-1)/(m+pp-1), DP reduce-scatter + all-gather per mini-batch (``throughput_engine``). verl's
   Megatron engine recomputes only with ``override_transformer_config.recompute_granularity``
   (``megatron.recompute_*``; ``model.enable_gradient_checkpointing`` is an FSDP setting): full adds a

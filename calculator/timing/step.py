@@ -185,7 +185,7 @@ def _forward_phase(
         )
     if resident_offload:
         terms["offload_pcie"] = r.offload_seconds(optimizer=False)
-    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * fpt)
+    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * fpt, notes=_megatron_notes(r))
 
 
 def _update_phase(
@@ -264,7 +264,19 @@ def _update_phase(
     terms.update({k: rounds * v for k, v in _optimizer_step(ctx, r, opt_params).items()})
     terms["offload_pcie"] = r.offload_seconds(optimizer=True)
     tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
-    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
+    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model, notes=_megatron_notes(r))
+
+
+def _megatron_notes(r: TrainingEngine) -> dict[str, str]:
+    """Formula of the context-parallel term (Megatron with CP > 1), for ``time.term_formulas``."""
+    if not r.megatron or r.meg.context_parallel_size <= 1:
+        return {}
+    cp = r.meg.context_parallel_size
+    return {
+        "cp_ring_attention": f"CP {cp} ring attention: per layer {cp - 1} hops of the local K and V chunk (2 x kv_dim / TP "
+        "x 2 B per token) over the CP group, forward + recomputed forward + backward (K, V and grads); only the hop time "
+        "beyond one block of the local attention it overlaps is charged (backend.cp_ring_seconds)"
+    }
 
 
 def _optimizer_step(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:

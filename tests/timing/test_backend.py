@@ -162,3 +162,13 @@ def test_context_parallel_ring_traffic_by_hand():
     assert expected == pytest.approx(0.784e-3, rel=2e-3)
     assert cp_ring_seconds(ctx, r, 16384, 256, 0.35, passes=2) == pytest.approx(3 * expected, rel=1e-9)
     assert cp_ring_seconds(ctx, r, 16384, 4096, 0.35, passes=1) == 0.0
+
+
+def test_context_parallel_term_has_its_formula_in_the_report():
+    from calculator import estimate
+
+    ov = {"actor.strategy": "megatron", "actor.megatron.context_parallel_size": 2}
+    t = estimate(load_scenario(BASE, overrides=ov)).time
+    assert t is not None
+    assert "cp_ring_attention" in t.terms_s["update_actor"]
+    assert "ring attention" in t.term_formulas["update_actor"]["cp_ring_attention"]

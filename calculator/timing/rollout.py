@@ -10,13 +10,16 @@ prefill (compute-bound)
     Left out: prefix-cache hits between the n samples of a prompt (vLLM only reuses blocks computed
     in an earlier step; the n copies are usually scheduled together), recompute after preemption.
 
-decode (one step = one token for every running sequence; bandwidth-bound, compute-bound at large batch)
-    step(b, c) = max(bytes(b, c) / (HBM x decode_hbm_efficiency),
-                     FLOPs(b, c) / (TP x peak x prefill_mfu))  +  TP all-reduce(b)
-    bytes   = weights/GPU (MoE: dense part + the experts the b tokens touch, E·(1-(1-k/E)^b))
-              + KV read of the running batch b·c·kv_bytes_per_token_per_GPU
-              + sampler logits b·V·10 B (bf16 logits, fp32 copy, fp32 probabilities; full vocab)
-    FLOPs   = b·(2·N_active + 2·c·layers·(q_dim + o_dim)) / TP
+decode (one step = one token for every running sequence; each kernel class at its own roofline, one after
+    another: a step's GEMMs and its attention do not overlap)
+    step(b, c) = max(weights/GPU / HBM', b·2·N_active / F)             (weight GEMMs)
+               + b·c·max(kv_bytes_per_token_per_GPU / HBM', 2·layers·(q_dim + o_dim) / TP / F)   (attention)
+               + b·V·10 B / HBM'                                        (sampler logits)
+               + TP all-reduce(b)
+    HBM' = HBM x decode_hbm_efficiency, F = TP x peak x prefill_mfu; weights/GPU (MoE: dense part + the experts the
+    b tokens touch, E·(1-(1-k/E)^b)); sampler: bf16 logits, fp32 copy, fp32 probabilities over the full vocab.
+    On a GPU with a low ridge point (H20: 37 FLOP/B) the GEMMs of a large batch are compute-bound while the
+    attention over long contexts stays bandwidth-bound, so the two add up.
     TP all-reduce = 2 per layer x (latency + 2(TP-1)/TP · b·h·2 B / NVLink) (vLLM custom all-reduce)
     host launch (``host_launch``): a step without a CUDA graph (``enforce_eager``, or a batch above the
         largest captured size min(2 x max_num_seqs, 512, max_num_batched_tokens)) lasts at least
@@ -236,9 +239,11 @@ class DecodeStep:
         ``b`` running sequences whose mean context is ``context`` tokens. Without a CUDA graph the forward lasts
         max(GPU time, host time): vLLM waits for the sampled tokens every step, so the CPU cannot run ahead; the
         engine's scheduler / sampler CPU time (``engine_step_host_seconds``) adds to every step."""
-        mem = self.weight_bytes(b) + b * (context * self.kv_per_token + self.sampler_per_seq)
-        flops = b * (2.0 * self.n_active + self.attn_per_ctx * context)
-        body = max(mem / self.hbm, flops / self.flops)
+        # Per kernel class, each at its own roofline (they run one after another, not overlapped): the weight
+        # GEMMs, the attention over the KV cache, the sampler's full-vocab logits (memory-bound).
+        gemms = max(self.weight_bytes(b) / self.hbm, b * 2.0 * self.n_active / self.flops)
+        attention = b * context * max(self.kv_per_token / self.hbm, self.attn_per_ctx / self.flops)
+        body = gemms + attention + b * self.sampler_per_seq / self.hbm
         comm = (self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0) + self.ep_seconds(b)
         launch = max(0.0, self.host_s - body - comm) if b > self.graph_top else 0.0
         return body, comm, launch, engine_step_host_seconds(self.s, b)

@@ -25,20 +25,20 @@ an H100 reaches 0.35 (``flops.achieved_fraction``). The scenarios therefore use 
 
 Measured before/after (predicted / measured per phase, defaults, verl 0.6, this model, 2026-11-24):
     GPUs  phase          before (round 1)   after (round 2)
-    32    rollout        0.58               0.60
+    32    rollout        0.58               0.65
           old_log_prob   1.57               0.91
           update_actor   3.06               1.49
-          sum            1.71               1.00
-    64    rollout        0.86               0.92
+          sum            1.71               1.02
+    64    rollout        0.86               0.96
           old_log_prob   1.21               0.77
           update_actor   4.30               2.08
-          sum            2.23               1.33
-    128   rollout        0.53               0.57
+          sum            2.23               1.35
+    128   rollout        0.53               0.58
           old_log_prob   0.81               0.59
           update_actor   3.14               1.53
-          sum            1.43               0.89
-Calibrated (fit efficiencies at one scale, predict the phase sum at another): 64 -> 32 -9 %, 32 -> 64 +33 %,
-32 / 64 -> 128 -14 % / -18 %; 32 -> 32 +4 % (train_mfu at its 0.9 bound).
+          sum            1.43               0.90
+Calibrated (fit efficiencies at one scale, predict the phase sum at another): 64 -> 32 -8 %, 32 -> 64 +33 %,
+32 / 64 -> 128 -15 % / -19 %; 32 -> 32 +4 % (train_mfu at its 0.9 bound).
 Known gaps (strict xfails below): (1) on 2x the GPUs the 64-GPU run is 2.4x faster in gen and update_actor than
 the 32-GPU one (superlinear), which the same lengths cannot produce: the runs' (unpublished) response lengths must
 differ, so 32 -> 64 stays outside +-20 % and update_actor at 64 GPUs is 2.1x. (2) At the ASSUMED 2,048-token mean

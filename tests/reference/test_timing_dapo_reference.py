@@ -16,8 +16,8 @@ Release: the doc dates from 07/17/2025, so ``verl_version: 0.5`` (padded DataPro
 without the per-rank length sort).
 
 Model / measured (2026-11-24; before = round 1 of issue 15, commit a6264bc, same release):
-    one_step_off 16 x H20   rollout 0.80 -> 0.81, old_log_prob 2.87 -> 1.56, update_actor 4.36 -> 2.13,
-                            phase sum 2.53 -> 1.45
+    one_step_off 16 x H20   rollout 0.80 -> 0.89, old_log_prob 2.87 -> 1.56, update_actor 4.36 -> 2.13,
+                            phase sum 2.53 -> 1.49
 Tolerance: the phase sum within the issue's goal band 0.67-1.5x (the lengths are assumed); per phase the figures
 are printed by ``python3 -m benchmarks.bench_time_fidelity``.
 

@@ -41,14 +41,15 @@ def test_decode_step_by_hand():
     ctx = build_context(s)
     b, c, tp = 64, 1000, 2
     kv_per_token_per_gpu = 2 * LAYERS * (KV_HEADS // tp) * HEAD_DIM * 2  # 28,672 B
-    mem = P7 * 2 / tp + b * c * kv_per_token_per_gpu + b * V * 10  # weights + KV read + sampler logits
-    t_mem = mem / (H100_HBM * EFF_DECODE)
-    flops = b * (2 * N_MM + 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c)
-    t_cmp = flops / (tp * H100_TFLOPS * EFF_PREFILL)
+    hbm, f = H100_HBM * EFF_DECODE, tp * H100_TFLOPS * EFF_PREFILL
+    # each kernel class at its own roofline: weight GEMMs, attention over the KV cache, sampler logits
+    gemms = max(P7 * 2 / tp / hbm, b * 2 * N_MM / f)
+    attention = max(b * c * kv_per_token_per_gpu / hbm, b * 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c / f)
+    sampler = b * V * 10 / hbm
     allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
     engine_cpu = 300e-6 + 10e-6 * b  # decode_step_host_us + decode_step_host_us_per_seq x batch
-    expected = max(t_mem, t_cmp) + allreduce + engine_cpu
-    assert t_mem > t_cmp  # bandwidth-bound at this batch
+    expected = gemms + attention + sampler + allreduce + engine_cpu
+    assert P7 * 2 / tp / hbm > b * 2 * N_MM / f  # the GEMMs are bandwidth-bound at this batch
     assert decode_step_seconds(ctx, b, c) == pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(4.596e-3 + 0.94e-3, rel=1e-3)
 
@@ -288,3 +289,22 @@ def test_vllm_dp_ranks_split_the_replicas_sequences():
     dp4 = phase_times(_moe_rollout(2, 4, 1))["rollout"].seconds
     dp1 = phase_times(_moe_rollout(2, 1, 1))["rollout"].seconds
     assert dp4 == pytest.approx(dp1, rel=0.05)
+
+
+def test_compute_bound_gemms_and_bandwidth_bound_attention_add_up_on_h20():
+    """Qwen2.5-7B, TP 2 on H20 (148 TFLOPS, 4.0 TB/s), 512 sequences at a 4,000-token context: the weight GEMMs are
+    compute-bound (512 x 2 x N / (2 x 148e12 x 0.5)) and the attention reads 512 x 4,000 x 28,672 B of KV at
+    4.0 TB/s x 0.7; they run one after the other, so the step is their sum (plus sampler, all-reduce, CPU)."""
+    s = load_scenario(BASE, overrides={"hardware.gpu": "h20-96gb"})
+    ctx = build_context(s)
+    from calculator.timing.rollout import DecodeStep
+
+    step = DecodeStep(ctx)
+    b, c = 512, 4000
+    f, hbm = 2 * 148e12 * EFF_PREFILL, 4000e9 * EFF_DECODE
+    gemms = b * 2 * N_MM / f
+    assert gemms > P7 * 2 / 2 / hbm  # compute-bound GEMMs
+    kv = b * c * 2 * LAYERS * (KV_HEADS // 2) * HEAD_DIM * 2 / hbm
+    assert kv > b * c * 2 * LAYERS * (HEADS * HEAD_DIM * 2) / f  # bandwidth-bound attention
+    body, *_ = step.seconds(b, c)
+    assert body == pytest.approx(gemms + kv + b * V * 10 / hbm, rel=1e-9)

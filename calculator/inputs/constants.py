@@ -105,15 +105,30 @@ class EfficiencyConfig(NoBoolNumbers):
         default=0.35,
         gt=0,
         le=1,
-        description="Model FLOPs utilisation of forward+backward in update_actor/update_critic. verl's "
-        "perf/mfu/actor for 7B-32B dense models on H100 with FSDP is typically 0.3-0.45 (verl perf tuning docs); "
-        "Megatron-LM reports 0.4-0.55 for large GPTs (Narayanan et al. 2021).",
+        description="Large-work share of peak that forward+backward reaches in update_actor/update_critic (executed "
+        "FLOPs, recompute included) ON A GPU WITH H100-SXM'S BALANCE (989 TFLOPS / 3.35 TB/s, ridge 295 FLOP/B). "
+        "verl's perf/mfu/actor for 7B-32B dense models on H100 with FSDP is typically 0.3-0.45 (verl perf tuning "
+        "docs); Megatron-LM reports 0.4-0.55 for large GPTs (Narayanan et al. 2021). Other GPUs: the part of the "
+        "time beyond tensor_core_fraction is memory-bound and scales with the GPU's ridge point "
+        "(calculator.timing.flops.achieved_fraction): ~0.67 on H20 (ridge 37), ~0.47 on A100 (ridge 153).",
     )
     forward_mfu: float = Field(
         default=0.35,
         gt=0,
         le=1,
-        description="MFU of forward-only passes (old/ref log-prob, critic values, reward model).",
+        description="Large-work share of peak of forward-only passes (old/ref log-prob, critic values, reward "
+        "model) on an H100-balanced GPU; other GPUs as for train_mfu.",
+    )
+    tensor_core_fraction: float = Field(
+        default=0.77,
+        gt=0,
+        le=1,
+        description="Share of the datasheet bf16 peak that the tensor-core work of a large training step (GEMMs, "
+        "flash attention) reaches on its own: the roofline ceiling of train_mfu / forward_mfu on any GPU. "
+        "KempnerForge (Kempner Institute, benchmarks/mfu_scaling, 2025): Llama-3 7B on one H200, seq 4096, full "
+        "activation checkpointing, 57.8% MFU = 0.77 of peak in executed FLOPs (x 8/6), with no communication. "
+        "The rest of a step's time at train_mfu (1/train_mfu - 1/this per FLOP at H100's balance) is taken as "
+        "memory-bound (element-wise ops, norms, log-softmax, optimizer): it scales with peak / HBM bandwidth.",
     )
     prefill_mfu: float = Field(
         default=0.5,

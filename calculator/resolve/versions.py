@@ -126,6 +126,22 @@ class VersionBehaviour(BaseModel):
         description="The Megatron config has megatron.grad_offload (0.5.0-0.9.0 _generated_ppo_megatron_trainer.yaml; "
         "removed in 0.9.1, where Hydra refuses the key without '+'). Read by the export (calculator/verl/export.py).",
     )
+    balance_batch_banded: bool = Field(
+        default=True,
+        description="trainer.balance_batch sorts each rank's partition by workload and lays it out short-long-short "
+        "(0.7.0 trainer/ppo/ray_trainer.py:1132-1134; 0.9.1 :1239-1242), so every rank's mini-batch i is the same "
+        "length band. 0.5 / 0.6 keep each partition in batch order (seqlen_balancing.py sorted(partition): indices), "
+        "so a rank's mini-batches are unsorted subsets; so does the 0.9 V1 trainer (trainer/ppo/v1/trainer_base.py "
+        "_balance_batch, 0.9.1 :1608-1631: no sort). Read by timing/overheads.py (dp_straggler).",
+    )
+    driver_batch_padded: bool = Field(
+        default=True,
+        description="The single controller gathers, reorders and dispatches the batch padded to max_prompt + "
+        "max_response per sequence (legacy RayPPOTrainer with DataProto; the agent loop pads: 0.9.1 "
+        "experimental/agent_loop/agent_loop.py _pad_token_ids). The 0.9 V1 trainer (trainer.use_v1: true) puts "
+        "unpadded samples into TransferQueue (trainer/ppo/v1/agent_loop_tq.py async_kv_batch_put) and the driver "
+        "handles metadata. Read by timing/overheads.py (dispatch).",
+    )
     notes: str = ""
     sources: tuple[str, ...] = ()
 
@@ -202,6 +218,8 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
         max_num_seqs_default=256,
         megatron_grad_offload_key=False,
         vllm_fused_moe_chunk_tokens=0,
+        balance_batch_banded=False,
+        driver_batch_padded=False,
     ),
     "0.9.0": _row(
         _ENGINE,
@@ -224,6 +242,8 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
         always_defer_grad_sync=True,
         max_num_seqs_default=256,
         vllm_fused_moe_chunk_tokens=0,
+        balance_batch_banded=False,
+        driver_batch_padded=False,
     ),
     "0.8": _row(
         _ENGINE,
@@ -290,7 +310,9 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
             "config.prompt_length + config.response_length)' (:159), external_launcher (:196)",
             "_generated_ppo_trainer.yaml: mode sync (:165), max_num_seqs 1024 (:183), bucket 512 (:230)",
             "METADATA: vllm<=0.9.1,>=0.7.3",
+            "trainer/ppo/ray_trainer.py _balance_batch: partitions in index order, no workload sort (:905-920)",
         ),
+        balance_batch_banded=False,
     ),
     "0.5": _row(
         _LEGACY,
@@ -302,7 +324,9 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
             "external_launcher (:169)",
             "_generated_ppo_trainer.yaml: mode sync (:79), max_num_seqs 1024 (:93), bucket 512 (:134)",
             "METADATA: vllm<=0.8.5,>=0.7.3",
+            "trainer/ppo/ray_trainer.py _balance_batch: partitions in index order, no workload sort (:1067-1081)",
         ),
+        balance_batch_banded=False,
     ),
 }
 # DESIGN.md 6.5: the minor versions stay accepted as aliases of their newest patch release.

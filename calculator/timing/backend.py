@@ -29,6 +29,7 @@ from calculator.timing.flops import (
     GB,
     NO_RECOMPUTE,
     Recompute,
+    attention_flops_per_token,
     collective_bytes_per_s,
     gemm_efficiency,
     pcie_bytes_per_s,
@@ -172,7 +173,7 @@ def megatron_pass(
     )
     tokens, n_micro = megatron_micro(s, r, pb, seq_len)
     stage = tokens * flops_per_token / (tp * cp * pp) / (peak_flops(ctx.gpu) * mfu)
-    slow = stage / gemm_efficiency(s, tokens / cp) - stage
+    slow = stage / gemm_efficiency(s, tokens / cp, ctx.gpu) - stage
     comm = 0.0
     if tp > 1:  # 2 all-gathers + 2 reduce-scatters (SP) or 2 all-reduces per layer per pass
         vol = 4 * ring_fraction(tp) * tokens / cp * a.hidden_size * 2
@@ -180,14 +181,33 @@ def megatron_pass(
     if ep > 1 and a.is_moe:  # dispatch + combine all-to-all per MoE layer per pass
         vol = 2 * ring_fraction(ep) * tokens / (cp * tp) * a.num_experts_per_tok * a.hidden_size * 2
         comm += passes * (a.num_moe_layers / pp) * all_to_all_seconds(s, ctx.gpu, vol, ep * tp)
-    launch = max(0.0, host_seconds(s, r.role, passes, a.num_layers / pp) - (stage + slow + comm))
+    ring = cp_ring_seconds(ctx, r, tokens, seq_len, mfu, passes) if cp > 1 else 0.0
+    launch = max(0.0, host_seconds(s, r.role, passes, a.num_layers / pp) - (stage + slow + comm + ring))
     return {
         "compute": n_micro * stage,
         "gemm_small_batch": n_micro * slow,
         "tp_ep_comm": n_micro * comm,
+        "cp_ring_attention": n_micro * ring,
         "host_overhead": n_micro * launch,
-        "pipeline_bubble": (pp - 1) * (stage + slow + comm + launch),
+        "pipeline_bubble": (pp - 1) * (stage + slow + comm + ring + launch),
     }
+
+
+def cp_ring_seconds(ctx: Context, r: TrainingEngine, tokens: float, seq_len: float, mfu: float, passes: float) -> float:
+    """Exposed context-parallel traffic of one micro-batch on one pipeline stage (Megatron / TransformerEngine
+    p2p ring attention, ``cp_comm_type: p2p``, Megatron-core's default): every layer's forward sends the local K
+    and V chunk (tokens / CP x 2 x kv_dim / TP x 2 B) around the CP ring in CP - 1 hops, each hidden behind the
+    attention of one block (1 / CP of the local causal attention FLOPs, load-balanced chunks); backward sends
+    K, V and their gradients (2 x, behind 2 x the block). Forward-only: 1 hop-set per layer; training: forward +
+    recomputed forward + backward (passes + 1). Only hop time beyond its block is exposed. Left out: CP's
+    all-gather variant (``a2a``/``all_gather``), the softmax-correction kernels between hops."""
+    s, a, m = ctx.s, r.role.arch, r.meg
+    tp, cp, pp = m.tensor_model_parallel_size, m.context_parallel_size, m.pipeline_model_parallel_size
+    hop = tokens / cp * 2 * a.kv_dim / tp * 2 / collective_bytes_per_s(s, ctx.gpu, cp * tp)
+    attn = attention_flops_per_token(a, seq_len, causal=True) / a.num_layers * tokens / (cp * tp)
+    block = attn / cp / (peak_flops(ctx.gpu) * mfu)
+    hop_sets = 1.0 if passes <= 1 else passes + 1.0
+    return hop_sets * (a.num_layers / pp) * (cp - 1) * max(0.0, hop - block)
 
 
 class FsdpIo(NamedTuple):

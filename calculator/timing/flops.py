@@ -39,6 +39,9 @@ from calculator.model.architecture import Architecture
 from calculator.model.roles import RoleModel, lora_params
 
 GB = 1e9  # GPU datasheets quote decimal GB/s
+# H100-SXM5 datasheet: 989 dense bf16 TFLOPS / 3,350 GB/s HBM3 = 295 FLOP/B, the balance at which train_mfu,
+# forward_mfu and gemm_half_saturation_tokens are stated (their sources are H100 measurements).
+REFERENCE_RIDGE_FLOP_PER_BYTE = 989e12 / 3350e9
 T = TypeVar("T")
 TFLOPS = 1e12
 
@@ -161,11 +164,44 @@ def train_flops_per_token(s: Scenario, role: RoleModel, seq_len: float, *, recom
     return executed, model
 
 
-def gemm_efficiency(s: Scenario, tokens: float) -> float:
+def gemm_efficiency(s: Scenario, tokens: float, gpu: GpuSpec | None = None) -> float:
     """Share of the large-M rate that the weight GEMMs reach with ``tokens`` rows per call:
-    M / (M + ``efficiency.gemm_half_saturation_tokens``) (the constant's description has the fit)."""
+    M / (M + M_half) with M_half = ``efficiency.gemm_half_saturation_tokens`` (fitted on H100, the constant's
+    description) x the GPU's ridge point / H100's: a GEMM with M rows does ~M FLOPs per weight byte, so it stops
+    being bandwidth-bound at an M proportional to the ridge (H20: M_half 16, A100: 66). Without ``gpu``: H100's."""
     m = max(float(tokens), 1.0)
-    return m / (m + s.efficiency.gemm_half_saturation_tokens)
+    half = s.efficiency.gemm_half_saturation_tokens
+    if gpu is not None:
+        half *= ridge_ratio(gpu)
+    return m / (m + half)
+
+
+def ridge_flop_per_byte(gpu: GpuSpec) -> float:
+    """The GPU's roofline ridge point: dense bf16 peak / HBM bandwidth (FLOPs per byte, datasheet figures)."""
+    return gpu.training_tflops * TFLOPS / (gpu.hbm_bandwidth_gb_per_s * GB)
+
+
+def ridge_ratio(gpu: GpuSpec) -> float:
+    """The GPU's ridge point over the reference (H100-SXM5) one at which the MFU constants are stated."""
+    return ridge_flop_per_byte(gpu) / REFERENCE_RIDGE_FLOP_PER_BYTE
+
+
+def achieved_fraction(s: Scenario, gpu: GpuSpec, mfu: float) -> float:
+    """Large-work share of ``gpu``'s peak for a pass whose large-work MFU on an H100-balanced GPU is ``mfu``
+    (``train_mfu`` / ``forward_mfu``): a roofline split of the time per FLOP,
+
+        1 / fraction = 1 / tc  +  (1 / mfu - 1 / tc) x ridge_gpu / ridge_H100,     tc = ``tensor_core_fraction``
+
+    the tensor-core work runs at tc of any GPU's peak; the rest of the step's time (element-wise kernels, norms,
+    softmax, optimizer: memory-bound) costs bytes, i.e. seconds per FLOP that scale with peak / HBM bandwidth.
+    H20 (148 TFLOPS / 4.0 TB/s, ridge 37): 0.35 -> 1 / (1.30 + 1.56 x 0.125) = 0.67; A100-80GB (ridge 153):
+    0.47; H100 / H800 / H200 (ridge 295 / 295 / 206): 0.35 / 0.35 / 0.42. An ``mfu`` at or above tc is its own
+    ceiling. Left out: clocks under the power cap (differ per SKU), L2 size, FP8 paths."""
+    tc = s.efficiency.tensor_core_fraction
+    if mfu >= tc:
+        return mfu
+    inverse = 1.0 / tc + (1.0 / mfu - 1.0 / tc) * ridge_ratio(gpu)
+    return 1.0 / inverse
 
 
 def forward_flops_per_token(role: RoleModel, seq_len: float) -> float:

@@ -4,15 +4,27 @@
 dispatch (every phase)
     ``phase_fixed_overhead_s`` + the batch the driver ships to and from the workers / ``driver_gb_per_s``:
     verl's single controller makes one blocking remote call per phase with the whole DataProto
-    (``DATAPROTO_BYTES_PER_TOKEN`` per token: input_ids, attention_mask, position_ids, response mask as int64
-    = 32 B, plus one fp32 result per token such as log-probs or values = 4 B).
+    (``DATAPROTO_BYTES_PER_TOKEN`` per position: input_ids, attention_mask, position_ids, response mask as int64
+    = 32 B, plus one fp32 result per token such as log-probs or values = 4 B). The batch is PADDED: the agent
+    loop pads every prompt to ``max_prompt_length`` (left) and every response to ``max_response_length`` (right)
+    (verl 0.9.1 ``experimental/agent_loop/agent_loop.py`` ``_pad_token_ids``; the 0.5/0.6 vLLM rollout pads to
+    ``response_length`` too), and the driver gathers, reorders (``_balance_batch``) and splits those padded
+    tensors every phase (0.9 strips the padding, ``workers/utils/padding.py``, only after it has handled them);
+    so the driver's bytes follow max_prompt + max_response per sequence, not the mean length: with 28K-token
+    responses averaging 2K this is ~13x the real tokens. The 0.9 V1 trainer (default ``trainer.use_v1``) moves
+    unpadded samples through TransferQueue instead (``VersionBehaviour.driver_batch_padded``): real tokens.
 dp_straggler (update_actor / update_critic)
-    each mini-batch's optimizer step waits for the slowest data-parallel rank: with n sequences per rank and
-    length coefficient of variation cv (``calculator.timing.lengths``), the slowest of D ranks does
-    1 + cv/√n · √(2 ln D) times the mean work (``straggler_factor``; n at least 1, and never more than the
-    longest sequence over the mean one). The slow rank's extra compute first fills the exposed FSDP traffic and
-    host-launch time (a micro-batch lasts max(compute, traffic, launches)), so only the excess is charged. verl's ``balance_batch`` balances each
-    rank's total tokens over the whole batch, not each mini-batch's, so the forward-only phases are left alone.
+    each mini-batch's optimizer step waits for the slowest data-parallel rank. verl's ``trainer.balance_batch``
+    (default on; rlplan assumes it) gives every rank an equal-size, equal-workload partition, sorted and laid out
+    short-long-short, which every rank cuts into the same mini-batches: mini-batch i is the same length band on
+    all ranks, so only the spread inside the band remains (``lengths.balanced_straggler_factor``: per band
+    1 + cv_band/√n · E[max of D normals], capped at the band's longest over its mean). The slow rank's extra compute first
+    fills the exposed FSDP traffic and host-launch time (a micro-batch lasts max(compute, traffic, launches)),
+    so only the excess is charged. verl 0.5 / 0.6 and the 0.9 V1 trainer do not sort the partitions
+    (``VersionBehaviour.balance_batch_banded``):
+    there each mini-batch is an unsorted subset, 1 + cv/√n · E[max of D normals] with the whole distribution's cv (capped at
+    the longest sequence over the mean). The forward-only phases have no per-mini-batch barrier and balanced rank
+    totals, so they are left alone.
 moe_grouped_gemm, moe_load_imbalance (training-side phases of MoE models)
     the expert GEMMs see tokens x top-k / experts rows each (x EP, whose ranks pool their tokens), at
     rows / (rows + ``grouped_gemm_half_saturation_rows``) of the large-M rate instead of the micro-batch's GEMM
@@ -33,7 +45,7 @@ from calculator.memory.context import Context
 from calculator.model.architecture import Architecture
 from calculator.names import Phase
 from calculator.timing.flops import PhaseTime, fmt_s, gemm_efficiency, matmul_params, pcie_bytes_per_s
-from calculator.timing.lengths import straggler_factor
+from calculator.timing.lengths import balanced_straggler_factor, straggler_factor
 from calculator.timing.rollout import length_distribution
 
 DATAPROTO_BYTES_PER_TOKEN = 36  # 4 int64 tensors per token + one fp32 result (module docstring)
@@ -63,26 +75,38 @@ def num_weight_tensors(arch: Architecture) -> int:
 
 def _dispatch(ctx: Context, phase: Phase) -> tuple[float, str]:
     e = ctx.s.efficiency
-    tokens = 0 if phase == Phase.WEIGHT_SYNC else ctx.r.num_sequences_generated * ctx.r.lengths.sequence
+    d = ctx.s.data
+    if ctx.r.behaviour.driver_batch_padded:
+        per_seq, what = d.max_prompt_length + d.max_response_length, "padded positions"
+    else:  # 0.9 V1 trainer: unpadded samples through TransferQueue
+        per_seq, what = ctx.r.lengths.sequence, "tokens (unpadded, TransferQueue)"
+    tokens = 0 if phase == Phase.WEIGHT_SYNC else ctx.r.num_sequences_generated * per_seq
     data = tokens * DATAPROTO_BYTES_PER_TOKEN / (e.driver_gb_per_s * 1e9)
     note = (
-        f"{e.phase_fixed_overhead_s:g} s fixed + {tokens:,} tokens x {DATAPROTO_BYTES_PER_TOKEN} B through the driver "
-        f"at {e.driver_gb_per_s:g} GB/s ({fmt_s(data)})"
+        f"{e.phase_fixed_overhead_s:g} s fixed + {ctx.r.num_sequences_generated:,} sequences x {per_seq:,} {what} "
+        f"x {DATAPROTO_BYTES_PER_TOKEN} B at {e.driver_gb_per_s:g} GB/s ({fmt_s(data)})"
     )
     return e.phase_fixed_overhead_s + data, note
 
 
 def _straggler(ctx: Context, phase: Phase, t: PhaseTime) -> tuple[float, str]:
     pp = ctx.r.passes[phase]
-    plan = ctx.r.critic if phase == Phase.UPDATE_CRITIC and ctx.r.critic is not None else ctx.r.actor
+    critic = phase == Phase.UPDATE_CRITIC and ctx.r.critic is not None
+    plan = ctx.r.critic if critic and ctx.r.critic is not None else ctx.r.actor
+    num_mini = ctx.r.critic_mini_batches if critic else ctx.r.actor_mini_batches
     ranks = max(1, plan.dp)
     per_rank = pp.expected.sequences_per_gpu * (ctx.s.hardware.num_gpus // max(pp.sp, 1)) / ranks
     ln = ctx.r.lengths
     dist = length_distribution(ctx.s, float(ln.response))
-    cv = dist.cv() * dist.mean / max(ln.sequence, 1)  # spread of prompt + response
-    # The slowest rank can do no more than its sequences at the longest length (one sequence per rank: exactly that).
-    cap = (ln.prompt + dist.longest) / max(ln.sequence, 1)
-    f = min(straggler_factor(cv, max(per_rank, 1.0), ranks), max(cap, 1.0))
+    banded = ctx.r.behaviour.balance_batch_banded
+    if banded:
+        f = balanced_straggler_factor(dist, float(ln.prompt), num_mini, max(per_rank, 1.0), ranks)
+        how = f"balance_batch: {num_mini} mini-batches, each the same length band on all {ranks} ranks"
+    else:  # verl 0.5 / 0.6: a rank's mini-batches are unsorted subsets of its partition
+        cv = dist.cv() * dist.mean / max(ln.sequence, 1)  # spread of prompt + response
+        cap = (ln.prompt + dist.longest) / max(ln.sequence, 1)
+        f = min(straggler_factor(cv, max(per_rank, 1.0), ranks), max(cap, 1.0))
+        how = f"verl {ctx.r.behaviour.version}'s balance_batch keeps batch order: unsorted mini-batches, CV {cv:.2f}"
     # The slowest rank's extra tokens cost compute at the MFU: its micro-batches are larger, not more numerous,
     # so the per-micro-batch GEMM inefficiency (gemm_small_batch) does not grow with them.
     gpu = t.terms.get("compute", 0.0)
@@ -91,9 +115,9 @@ def _straggler(ctx: Context, phase: Phase, t: PhaseTime) -> tuple[float, str]:
     hidden = sum(t.terms.get(k, 0.0) for k in ("fsdp_comm", "cpu_offload_pcie", "host_overhead"))
     extra = max(0.0, (f - 1) * gpu - hidden)
     note = (
-        f"(1 + {cv:.2f} / sqrt({per_rank:,.0f}) x sqrt(2 ln {ranks}) - 1) = {f - 1:.1%} of the compute "
-        f"{fmt_s(gpu)}, less the exposed FSDP traffic and host time it hides ({fmt_s(hidden)}): each mini-batch waits for the "
-        f"slowest of {ranks} ranks"
+        f"{how}; slowest rank {f - 1:.1%} above the mean over {per_rank:,.0f} sequences per rank per mini-batch (spread inside each band "
+        f"x E[max of {ranks} normals] / sqrt(n)) of the compute {fmt_s(gpu)}, less the exposed FSDP traffic and host time "
+        f"it hides ({fmt_s(hidden)})"
     )
     return extra, note
 
@@ -111,7 +135,7 @@ def _moe(ctx: Context, phase: Phase, t: PhaseTime) -> dict[str, tuple[float, str
     rows = tokens * arch.num_experts_per_tok / arch.num_experts * ep
     share = arch.num_moe_layers * arch.num_experts_per_tok * arch.expert_params() / matmul_params(ctx.actor)
     compute = t.terms.get("compute", 0.0) * share
-    eff_dense = gemm_efficiency(s, tokens)
+    eff_dense = gemm_efficiency(s, tokens, ctx.gpu)
     eff_group = rows / (rows + s.efficiency.grouped_gemm_half_saturation_rows)
     grouped = max(0.0, compute / eff_group - compute / eff_dense)
     out = {

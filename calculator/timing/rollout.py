@@ -10,13 +10,16 @@ prefill (compute-bound)
     Left out: prefix-cache hits between the n samples of a prompt (vLLM only reuses blocks computed
     in an earlier step; the n copies are usually scheduled together), recompute after preemption.
 
-decode (one step = one token for every running sequence; bandwidth-bound, compute-bound at large batch)
-    step(b, c) = max(bytes(b, c) / (HBM x decode_hbm_efficiency),
-                     FLOPs(b, c) / (TP x peak x prefill_mfu))  +  TP all-reduce(b)
-    bytes   = weights/GPU (MoE: dense part + the experts the b tokens touch, E·(1-(1-k/E)^b))
-              + KV read of the running batch b·c·kv_bytes_per_token_per_GPU
-              + sampler logits b·V·10 B (bf16 logits, fp32 copy, fp32 probabilities; full vocab)
-    FLOPs   = b·(2·N_active + 2·c·layers·(q_dim + o_dim)) / TP
+decode (one step = one token for every running sequence; each kernel class at its own roofline, one after
+    another: a step's GEMMs and its attention do not overlap)
+    step(b, c) = max(weights/GPU / HBM', b·2·N_active / F)             (weight GEMMs)
+               + b·c·max(kv_bytes_per_token_per_GPU / HBM', 2·layers·(q_dim + o_dim) / TP / F)   (attention)
+               + b·V·10 B / HBM'                                        (sampler logits)
+               + TP all-reduce(b)
+    HBM' = HBM x decode_hbm_efficiency, F = TP x peak x prefill_mfu; weights/GPU (MoE: dense part + the experts the
+    b tokens touch, E·(1-(1-k/E)^b)); sampler: bf16 logits, fp32 copy, fp32 probabilities over the full vocab.
+    On a GPU with a low ridge point (H20: 37 FLOP/B) the GEMMs of a large batch are compute-bound while the
+    attention over long contexts stays bandwidth-bound, so the two add up.
     TP all-reduce = 2 per layer x (latency + 2(TP-1)/TP · b·h·2 B / NVLink) (vLLM custom all-reduce)
     host launch (``host_launch``): a step without a CUDA graph (``enforce_eager``, or a batch above the
         largest captured size min(2 x max_num_seqs, 512, max_num_batched_tokens)) lasts at least
@@ -47,9 +50,17 @@ TP all-reduce latency: vLLM's custom all-reduce inside a node, NCCL (``tp_allred
 when the TP group spans nodes. Eager host time per layer follows the layer's kernel count
 (``kernels_per_layer``: MoE and MLA layers issue more kernels than a dense one).
 
+vLLM DP / EP (``rollout.data_parallel_size``, ``expert_parallel_size``): a replica spans TP x DP GPUs; each DP
+rank decodes its 1/DP of the replica's sequences with its own KV cache, in lockstep with the others. With
+``enable_expert_parallel`` (EP = TP x DP, verl rollout.yaml) each GPU holds E / EP routed experts and reads those
+the tokens of ALL DP ranks chose; every MoE layer adds a dispatch (all-gather) and a combine (reduce-scatter) of
+the other ranks' hidden states over the EP group (``ep_all_to_all``: latency as a TP all-reduce, in node or
+across nodes, + (DP-1) x b x h x 2 B per collective). Without EP, vLLM's MoE runs expert-TP (every GPU a 1/TP
+slice of every expert).
+
 Left out: chunked-prefill interference with decode beyond adding the prefill time, preemption and recompute
-when the KV cache fills, speculative decoding, expert parallelism inside the rollout engine (vLLM's MoE runs
-expert-TP by default), detokenisation and rule-based reward on CPU.
+when the KV cache fills, speculative decoding, EP load imbalance across ranks at decode, the TP all-reduce that
+EP's combine may replace, detokenisation and rule-based reward on CPU.
 """
 
 from __future__ import annotations
@@ -178,6 +189,9 @@ class DecodeStep:
         es = ctx.r.rollout
         self.arch = arch
         self.tp = es.tp
+        self.dp = es.data_parallel
+        # vLLM enable_expert_parallel: the routed experts are split over EP = TP x DP ranks (as in the memory model)
+        self.ep = es.tp * es.data_parallel if es.expert_parallel and arch.is_moe else es.tp
         self.wbytes = es.weight_bytes_per_param
         self.experts = _expert_params(arch)
         self.dense = total_params(arch) - self.experts
@@ -198,24 +212,39 @@ class DecodeStep:
         self.graph_top = es.largest_capture
         self.host_s = host_step_seconds(s, arch)
         self.s = s
+        # EP across DP ranks: per MoE layer a dispatch (all-gather of the other DP ranks' tokens) and a combine
+        # (reduce-scatter) over the EP group (vLLM all2all backend allgather_reducescatter).
+        self.a2a_fixed = self.a2a_per_seq = 0.0
+        if self.ep > self.tp:
+            bw = collective_bytes_per_s(s, ctx.gpu, self.ep)
+            self.a2a_fixed = 2 * arch.num_moe_layers * tp_allreduce_latency_s(s, self.ep)
+            self.a2a_per_seq = 2 * arch.num_moe_layers * (self.dp - 1) * arch.hidden_size * 2 / bw
+
+    def ep_seconds(self, b: float) -> float:
+        """Expert-parallel dispatch + combine of one step with ``b`` sequences per DP rank (0 without EP)."""
+        return self.a2a_fixed + b * self.a2a_per_seq if self.ep > self.tp else 0.0
 
     def weight_bytes(self, b: float) -> float:
         """Weights read per step per GPU; MoE reads only the experts some token of the batch chose."""
         if not self.experts:
             return self.dense * self.wbytes / self.tp
         a = self.arch
-        touched = 1.0 - (1.0 - a.num_experts_per_tok / a.num_experts) ** b
-        return (self.dense + self.experts * touched) * self.wbytes / self.tp
+        # with EP every rank serves the tokens of all DP ranks for its E / EP experts
+        tokens = b * self.dp if self.ep > self.tp else b
+        touched = 1.0 - (1.0 - a.num_experts_per_tok / a.num_experts) ** tokens
+        return (self.dense / self.tp + self.experts * touched / self.ep) * self.wbytes
 
     def seconds(self, b: float, context: float) -> tuple[float, float, float, float]:
         """(memory/compute-bound part, TP all-reduce part, exposed host launch, engine host time) of one step with
         ``b`` running sequences whose mean context is ``context`` tokens. Without a CUDA graph the forward lasts
         max(GPU time, host time): vLLM waits for the sampled tokens every step, so the CPU cannot run ahead; the
         engine's scheduler / sampler CPU time (``engine_step_host_seconds``) adds to every step."""
-        mem = self.weight_bytes(b) + b * (context * self.kv_per_token + self.sampler_per_seq)
-        flops = b * (2.0 * self.n_active + self.attn_per_ctx * context)
-        body = max(mem / self.hbm, flops / self.flops)
-        comm = self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0
+        # Per kernel class, each at its own roofline (they run one after another, not overlapped): the weight
+        # GEMMs, the attention over the KV cache, the sampler's full-vocab logits (memory-bound).
+        gemms = max(self.weight_bytes(b) / self.hbm, b * 2.0 * self.n_active / self.flops)
+        attention = b * context * max(self.kv_per_token / self.hbm, self.attn_per_ctx / self.flops)
+        body = gemms + attention + b * self.sampler_per_seq / self.hbm
+        comm = (self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0) + self.ep_seconds(b)
         launch = max(0.0, self.host_s - body - comm) if b > self.graph_top else 0.0
         return body, comm, launch, engine_step_host_seconds(self.s, b)
 
@@ -233,10 +262,12 @@ def _decode(
     steady_steps = (seqs - wave) * mean_r / wave
     steady_ctx = prompt + dist.second_moment() / (2 * mean_r)
     body, comm, launch, host = step.seconds(wave, steady_ctx)
+    a2a = step.ep_seconds(wave)
     out = {
         "decode": steady_steps * body,
         "long_tail": 0.0,
-        "tp_allreduce": steady_steps * comm,
+        "tp_allreduce": steady_steps * (comm - a2a),
+        "ep_all_to_all": steady_steps * a2a,
         "host_launch": steady_steps * launch,
         "engine_host": steady_steps * host,
         "steady_steps": steady_steps,
@@ -249,7 +280,9 @@ def _decode(
         b = max(1.0, wave * dist.survival(t))
         body, comm, launch, host = step.seconds(b, prompt + t)
         out["decode" if t < mean_r else "long_tail"] += body * dt
-        out["tp_allreduce"] += comm * dt
+        a2a = step.ep_seconds(b)
+        out["tp_allreduce"] += (comm - a2a) * dt
+        out["ep_all_to_all"] += a2a * dt
         out["host_launch"] += launch * dt
         out["engine_host"] += host * dt
     return out
@@ -262,7 +295,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
     ln = ctx.r.lengths
     prompt = ln.prompt
     dist = length_distribution(s, float(ln.response))
-    seqs = ctx.r.sequences_per_replica
+    seqs = -(-ctx.r.sequences_per_replica // step.dp)  # each vLLM DP rank serves its share with its own KV cache
     c_kv = concurrency(ctx)
     prefill_flops = seqs * prompt * forward_flops_per_token(ctx.actor, prompt)
     prefill_s = prefill_flops / step.flops
@@ -276,6 +309,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
         "decode": d["decode"],
         "long_tail": d["long_tail"],
         "tp_allreduce": d["tp_allreduce"],
+        "ep_all_to_all": d["ep_all_to_all"],
         "host_launch": launch_s + d["host_launch"],
         "engine_host": d["engine_host"] + prefill_steps * engine_step_host_seconds(s, 0),
     }
@@ -286,6 +320,9 @@ def rollout_time(ctx: Context) -> PhaseTime:
         f"the shrinking last wave and {prefill_steps} prefill steps",
         "long_tail": f"decode past the mean response ({dist.mean:,.0f} tokens) while the last wave of {wave} empties; "
         f"lengths: {dist.describe()}",
+        "ep_all_to_all": f"EP {step.ep} over TP {step.tp} x DP {step.dp}: per MoE layer a dispatch (all-gather) and a "
+        f"combine (reduce-scatter) of the other DP ranks' tokens, {fmt_s(step.a2a_fixed)} latency per step + "
+        f"{step.a2a_per_seq * 1e6:.3g} us per sequence",
         "tp_allreduce": f"2 all-reduces per layer x {ctx.actor.arch.num_layers} layers per step, latency "
         f"{step.latency_s * 1e6:g} us"
         + (" (TP group spans nodes)" if step.tp > s.hardware.gpus_per_node else "")

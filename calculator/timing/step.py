@@ -34,7 +34,8 @@ Assumptions, per phase:
   (``reduce_dtype`` fp32; once per mini-batch with ``use_no_sync_for_gradient_accumulation``);
   HSDP adds an all-reduce across replicas. Overlap as above. AdamW step per mini-batch: memory-bound,
   8 tensors (p, g, m, v read; p, m, v written; grad norm) per local param over HBM. Megatron:
-  TP/SP collectives (4 per layer per pass, exposed), EP all-to-all, pipeline bubble
+  TP/SP collectives (4 per layer per pass, exposed), EP all-to-all, CP ring-attention hops beyond the attention
+  they overlap (``backend.cp_ring_seconds``), pipeline bubble
   (pp-1)/(m+pp-1), DP reduce-scatter + all-gather per mini-batch (``throughput_engine``). verl's
   Megatron engine recomputes only with ``override_transformer_config.recompute_granularity``
   (``megatron.recompute_*``; ``model.enable_gradient_checkpointing`` is an FSDP setting): full adds a
@@ -89,6 +90,7 @@ from calculator.timing.flops import (
     NO_RECOMPUTE,
     PhaseTime,
     Recompute,
+    achieved_fraction,
     collective_bytes_per_s,
     fmt_s,
     forward_flops_per_token,
@@ -146,14 +148,15 @@ def _forward_phase(
     s = ctx.s
     L = float(ctx.r.trained_seq_len)
     fpt = forward_flops_per_token(r.role, L)
-    rate = peak_flops(ctx.gpu) * s.efficiency.forward_mfu
+    frac = achieved_fraction(s, ctx.gpu, s.efficiency.forward_mfu)
+    rate = peak_flops(ctx.gpu) * frac
     m = _micro_tokens(ctx, pb, sp)
     tokens_total = m * pb.num_micro_batches * s.hardware.num_gpus
     if r.megatron:
-        terms = megatron_pass(ctx, r, pb, L, fpt, s.efficiency.forward_mfu, passes=1)
+        terms = megatron_pass(ctx, r, pb, L, fpt, frac, passes=1)
         f = f"Megatron forward: {pb.num_micro_batches} micro-batches/rank of ~{pb.tokens_per_gpu:,} tokens"
     else:
-        eff = gemm_efficiency(s, m)
+        eff = gemm_efficiency(s, m, ctx.gpu)
         t_cmp = m * fpt / rate
         t_gpu = t_cmp / eff
         io = fsdp_io(ctx, r, gathers=1, grads=False)
@@ -173,7 +176,8 @@ def _forward_phase(
         }
         f = (
             f"{n} micro-batches x {m:,.0f} tokens x {fpt / 1e9:.1f} GFLOP/token / "
-            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.forward_mfu:.0%} x GEMM efficiency {eff:.0%} "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {frac:.0%} (forward_mfu {s.efficiency.forward_mfu:.0%} at H100's "
+            f"balance, roofline) x GEMM efficiency {eff:.0%} "
             f"at {m:,.0f} tokens) = {fmt_s(n * t_gpu)}; per micro-batch all-gather {fmt_s(io.comm)}"
             + (f" + fp32 shard over PCIe {fmt_s(stream)} (forced CPU offload)" if stream_fp32 else "")
             + f" overlapped with compute (exposed {fmt_s(comm + host)}); host issues "
@@ -181,7 +185,7 @@ def _forward_phase(
         )
     if resident_offload:
         terms["offload_pcie"] = r.offload_seconds(optimizer=False)
-    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * fpt)
+    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * fpt, notes=_megatron_notes(r))
 
 
 def _update_phase(
@@ -197,13 +201,14 @@ def _update_phase(
     s = ctx.s
     L = float(ctx.r.trained_seq_len)
     executed, model = train_flops_per_token(s, r.role, L, recompute=recompute)
-    rate = peak_flops(ctx.gpu) * s.efficiency.train_mfu
+    frac = achieved_fraction(s, ctx.gpu, s.efficiency.train_mfu)
+    rate = peak_flops(ctx.gpu) * frac
     rounds = epochs * num_mini
     passes = 2.0 + recompute.matmul  # forward, backward, and the recomputed share of a forward
     sp = r.plan.sp
     m = _micro_tokens(ctx, pb, sp)
     if r.megatron:
-        per = megatron_pass(ctx, r, pb, L, executed, s.efficiency.train_mfu, passes=passes)
+        per = megatron_pass(ctx, r, pb, L, executed, frac, passes=passes)
         terms = {k: rounds * v for k, v in per.items()}
         dp_bytes = r.local * (4 + 2) * ring_fraction(r.dp)  # fp32 grad reduce-scatter + bf16 param gather
         terms["dp_comm"] = rounds * dp_bytes / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
@@ -218,7 +223,7 @@ def _update_phase(
     else:
         ckpt = recompute.any
         n = pb.num_micro_batches
-        eff = gemm_efficiency(s, m)
+        eff = gemm_efficiency(s, m, ctx.gpu)
         t_cmp = m * executed / rate
         t_gpu = t_cmp / eff
         gathers = 2 if r.fsdp.reshard_after_forward else 1
@@ -250,7 +255,8 @@ def _update_phase(
         f = (
             f"{epochs} epoch(s) x {num_mini} mini-batches x {n} micro-batches x {m:,.0f} tokens x "
             f"{executed / 1e9:.1f} GFLOP/token ({'6N+2N recompute' if ckpt else '6N'} + attention) / "
-            f"({ctx.gpu.training_tflops:g} TFLOPS x {s.efficiency.train_mfu:.0%} x GEMM efficiency {eff:.0%}); "
+            f"({ctx.gpu.training_tflops:g} TFLOPS x {frac:.0%} (train_mfu {s.efficiency.train_mfu:.0%} at H100's "
+            f"balance, roofline) x GEMM efficiency {eff:.0%}); "
             f"per micro-batch FSDP {gathers} bf16 all-gather(s) + fp32 reduce-scatter {fmt_s(io.comm)}, overlapped: "
             f"exposed {fmt_s(comm + host)}; host issues {r.role.arch.num_layers} layers x {passes:g} passes in "
             f"{fmt_s(dispatch)}"
@@ -258,7 +264,19 @@ def _update_phase(
     terms.update({k: rounds * v for k, v in _optimizer_step(ctx, r, opt_params).items()})
     terms["offload_pcie"] = r.offload_seconds(optimizer=True)
     tokens_total = m * pb.num_micro_batches * rounds * s.hardware.num_gpus
-    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model)
+    return PhaseTime(terms=terms, formula=f, model_flops=tokens_total * model, notes=_megatron_notes(r))
+
+
+def _megatron_notes(r: TrainingEngine) -> dict[str, str]:
+    """Formula of the context-parallel term (Megatron with CP > 1), for ``time.term_formulas``."""
+    if not r.megatron or r.meg.context_parallel_size <= 1:
+        return {}
+    cp = r.meg.context_parallel_size
+    return {
+        "cp_ring_attention": f"CP {cp} ring attention: per layer {cp - 1} hops of the local K and V chunk (2 x kv_dim / TP "
+        "x 2 B per token) over the CP group, forward + recomputed forward + backward (K, V and grads); only the hop time "
+        "beyond one block of the local attention it overlaps is charged (backend.cp_ring_seconds)"
+    }
 
 
 def _optimizer_step(ctx: Context, r: TrainingEngine, opt_params: float) -> dict[str, float]:

@@ -143,3 +143,32 @@ def test_all_to_all_uses_nvlink_in_a_node_and_the_nic_across_nodes():
     s, ctx, _ = engine()
     assert all_to_all_seconds(s, ctx.gpu, 1e9, 8) == pytest.approx(1e9 / NVLINK)
     assert all_to_all_seconds(s, ctx.gpu, 1e9, 16) == pytest.approx(1e9 * 8 / 15 / (50e9 * EFF_NET))
+
+
+def test_context_parallel_ring_traffic_by_hand():
+    """Megatron CP 2 (TP 1, PP 1) on Qwen2.5-7B: a micro-batch of 16,384 tokens sends, per layer and hop, its local
+    K and V chunk: 8,192 x 2 x 512 (4 KV heads x 128) x 2 B = 16.78 MB over NVLink 337.5 GB/s = 49.71 us, behind one
+    block of attention: 7,168 (q + o dims) x L tokens x 8,192 local tokens / 2 blocks at 989 TFLOPS x 0.35.
+    L = 256: block 21.7 us, exposed 28.0 us x 28 layers x 1 hop = 0.784 ms (forward-only); training (passes 2)
+    sends 3 hop-sets (forward, backward x 2). L = 4,096: the block (347 us) hides the hop."""
+    from calculator.timing.backend import cp_ring_seconds
+
+    _, ctx, r = engine({"actor.strategy": "megatron", "actor.megatron.context_parallel_size": 2})
+    hop = 8192 * 2 * 512 * 2 / NVLINK
+    assert hop == pytest.approx(49.71e-6, rel=1e-3)
+    block = 7168 * 256 * 8192 / 2 / (989e12 * 0.35)
+    expected = 28 * (hop - block)
+    assert cp_ring_seconds(ctx, r, 16384, 256, 0.35, passes=1) == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(0.784e-3, rel=2e-3)
+    assert cp_ring_seconds(ctx, r, 16384, 256, 0.35, passes=2) == pytest.approx(3 * expected, rel=1e-9)
+    assert cp_ring_seconds(ctx, r, 16384, 4096, 0.35, passes=1) == 0.0
+
+
+def test_context_parallel_term_has_its_formula_in_the_report():
+    from calculator import estimate
+
+    ov = {"actor.strategy": "megatron", "actor.megatron.context_parallel_size": 2}
+    t = estimate(load_scenario(BASE, overrides=ov)).time
+    assert t is not None
+    assert "cp_ring_attention" in t.terms_s["update_actor"]
+    assert "ring attention" in t.term_formulas["update_actor"]["cp_ring_attention"]

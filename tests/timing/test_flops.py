@@ -12,6 +12,7 @@ from calculator.timing.flops import (
     NO_RECOMPUTE,
     PhaseTime,
     Recompute,
+    achieved_fraction,
     attention_flops_per_token,
     collective_bytes_per_s,
     fmt_s,
@@ -21,6 +22,8 @@ from calculator.timing.flops import (
     matmul_params,
     pcie_bytes_per_s,
     peak_flops,
+    ridge_flop_per_byte,
+    ridge_ratio,
     ring_fraction,
     train_flops_per_token,
     trainable_matmul_params,
@@ -120,3 +123,38 @@ def test_phase_time_and_format():
     t = PhaseTime(terms={"compute": 1.5, "comm": 0.25}, formula="f", extra={"diagnostic": 9.0})
     assert t.seconds == 1.75  # extra is not part of the sum
     assert fmt_s(1.75) == "1.75 s" and fmt_s(0.0042) == "4.2 ms" and fmt_s(0.01) == "0.01 s"
+
+
+def _gpu(gpu_id: str):  # type: ignore[no-untyped-def]
+    from calculator.inputs.presets import gpu_presets
+
+    return gpu_presets()[gpu_id]
+
+
+def test_ridge_points_from_the_datasheets():
+    """H100-SXM 989e12 / 3350e9 = 295.2 FLOP/B (the reference: ratio 1); H20 148e12 / 4000e9 = 37.0."""
+    assert ridge_flop_per_byte(_gpu("h100-80gb")) == pytest.approx(295.22, abs=0.01)
+    assert ridge_ratio(_gpu("h100-80gb")) == pytest.approx(1.0, rel=1e-12)
+    assert ridge_flop_per_byte(_gpu("h20-96gb")) == pytest.approx(37.0)
+
+
+def test_achieved_fraction_roofline_by_hand():
+    """tc 0.77, mfu 0.35: the non-tensor-core time per FLOP at H100's balance is 1/0.35 - 1/0.77 = 1.5584;
+    H20 (ridge ratio 37.0 / 295.22 = 0.12533): 1 / (1.2987 + 1.5584 x 0.12533) = 0.6693;
+    A100-80GB (312e12 / 2039e9 = 153.0, ratio 0.5183): 1 / (1.2987 + 0.8077) = 0.4747. H100: 0.35 itself."""
+    s = load_scenario(None, {"model.path": "qwen2.5-7b"})
+    assert achieved_fraction(s, _gpu("h100-80gb"), 0.35) == pytest.approx(0.35, rel=1e-12)
+    assert achieved_fraction(s, _gpu("h20-96gb"), 0.35) == pytest.approx(0.6693, abs=1e-4)
+    assert achieved_fraction(s, _gpu("a100-80gb"), 0.35) == pytest.approx(0.4747, abs=1e-4)
+    # an MFU at or above the tensor-core ceiling is its own ceiling, on any GPU
+    assert achieved_fraction(s, _gpu("h20-96gb"), 0.8) == 0.8
+    # a GPU with a higher ridge than H100 (L40S: 362 / 864 = 419 FLOP/B) does worse than the H100 figure
+    assert achieved_fraction(s, _gpu("l40s-48gb"), 0.35) < 0.35
+
+
+def test_gemm_half_saturation_scales_with_the_ridge():
+    """H20: M_half = 128 x 0.12533 = 16.04 tokens, so 128 rows reach 128 / 144.04 = 0.889 (H100: 0.5)."""
+    s = load_scenario(None, {"model.path": "qwen2.5-7b"})
+    assert gemm_efficiency(s, 128, _gpu("h100-80gb")) == pytest.approx(0.5, rel=1e-12)
+    assert gemm_efficiency(s, 128, _gpu("h20-96gb")) == pytest.approx(128 / (128 + 128 * 37.0 / (989 / 3.35)), rel=1e-9)
+    assert gemm_efficiency(s, 128) == 0.5  # no GPU: the H100 constant as stated

@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculator.timing.lengths import MAX_TRUNCATED_TOKEN_SHARE, fit_lengths, straggler_factor
+from calculator.timing.lengths import (
+    MAX_TRUNCATED_TOKEN_SHARE,
+    HistogramLengths,
+    _sorted_rank,
+    balanced_straggler_factor,
+    expected_max_standard_normal,
+    fit_lengths,
+    straggler_factor,
+)
 
 
 def test_the_max_is_the_one_minus_clip_quantile():
@@ -56,9 +64,18 @@ def test_fitted_mean_is_the_requested_mean(top, frac, clip):
     assert 0 <= d.cv() and d.second_moment() >= mean * mean * (1 - 1e-9)
 
 
+def test_expected_max_of_normals_against_the_tables():
+    """Blom's approximation against the tabulated expected maxima of n standard normals (Harter 1961, Table 1:
+    0.5642, 1.0294, 1.4236, 1.7660, 2.0697 for n = 2, 4, 8, 16, 32) within 0.03; none for one rank."""
+    for n, table in ((2, 0.5642), (4, 1.0294), (8, 1.4236), (16, 1.7660), (32, 2.0697)):
+        assert expected_max_standard_normal(n) == pytest.approx(table, abs=0.03), n
+    assert expected_max_standard_normal(1) == 0.0
+
+
 def test_straggler_factor_by_hand():
-    """cv 0.5, 16 sequences per rank, 8 ranks: 1 + 0.5 / 4 x sqrt(2 ln 8) = 1 + 0.125 x 2.0393 = 1.2549."""
-    assert straggler_factor(0.5, 16, 8) == pytest.approx(1.2549, abs=1e-4)
+    """cv 0.5, 16 sequences per rank, 8 ranks: Blom z_8 = Φ⁻¹(7.625 / 8.25) = 1.4342, so
+    1 + 0.5 / 4 x 1.4342 = 1.1793."""
+    assert straggler_factor(0.5, 16, 8) == pytest.approx(1.1793, abs=1e-4)
     assert straggler_factor(0.5, 16, 1) == 1.0 and straggler_factor(0.0, 16, 8) == 1.0
     # more sequences per rank average the spread out; more ranks make the slowest one slower
     assert straggler_factor(0.5, 64, 8) < straggler_factor(0.5, 16, 8) < straggler_factor(0.5, 16, 64)
@@ -91,3 +108,39 @@ def test_bad_histograms_are_refused_with_the_field_named(text, needle):
     with pytest.raises(InputError, match="response_length_histogram") as e:
         load_scenario(None, overrides={"data.max_response_length": 4096, "data.response_length_histogram": text})
     assert needle in str(e.value)
+
+
+def test_balance_batch_layout_short_long_short():
+    """verl: sorted [a0..a5] -> partition[::2] + partition[1::2][::-1] = a0 a2 a4 a5 a3 a1."""
+    assert [_sorted_rank(p, 6) for p in range(6)] == [0, 2, 4, 5, 3, 1]
+    assert [_sorted_rank(p, 5) for p in range(5)] == [0, 2, 4, 3, 1]
+
+
+def test_balanced_straggler_by_hand():
+    """Lengths 100 and 300 (one each), 2 ranks x 2 mini-batches of 2: every mini-batch holds one short and one
+    long (ranks 0,2 then 3,1 of 4): mean 200, sd 100, cv 0.5; z_2 = Φ⁻¹(1.625 / 2.25) = 0.5895, so
+    1 + 0.5 / sqrt(2) x 0.5895 = 1.2084 (below the cap 300 / 200 = 1.5), the same for both mini-batches."""
+    h = HistogramLengths(bins=((100, 1.0), (300, 1.0)), top=300.0)
+    f = balanced_straggler_factor(h, 0.0, 2, 2.0, 2)
+    assert f == pytest.approx(1.2084, abs=1e-4)
+
+
+def test_balanced_straggler_shrinks_with_narrower_bands():
+    """A heavy-tailed distribution (mean 2,048 of max 28,672): 16 mini-batches leave each rank a narrow band, so
+    the slowest rank is much closer to the mean than with one mini-batch (the whole spread); no spread or one
+    rank: no straggler."""
+    d = fit_lengths(2048, 28672, 0.01)
+    one = balanced_straggler_factor(d, 256.0, 1, 64.0, 8)
+    sixteen = balanced_straggler_factor(d, 256.0, 16, 64.0, 8)
+    assert 1.0 < sixteen < one
+    assert sixteen < 1.15  # the DAPO-7B colocated run's shape: ~11 % (43 % before banding)
+    assert balanced_straggler_factor(fit_lengths(500, 500, 0.0), 100.0, 4, 32.0, 8) == 1.0
+    assert balanced_straggler_factor(d, 256.0, 4, 64.0, 1) == 1.0
+
+
+def test_quantiles_of_the_fit_and_of_a_histogram():
+    d = fit_lengths(600, 1024, 0.01)
+    assert d.quantile(0.5) == pytest.approx(math.exp(d.mu), rel=1e-9)  # the median of the log-normal
+    assert d.quantile(0.999) == 1024.0  # inside the clipped share: the max
+    h = HistogramLengths(bins=((100, 3.0), (300, 1.0)), top=300.0)
+    assert (h.quantile(0.5), h.quantile(0.75), h.quantile(0.9)) == (100.0, 100.0, 300.0)

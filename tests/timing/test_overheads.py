@@ -10,7 +10,7 @@ from calculator import load_scenario
 from calculator.inputs.presets import model_presets
 from calculator.names import Phase
 from calculator.report.estimate import build_context
-from calculator.timing.lengths import fit_lengths, straggler_factor
+from calculator.timing.lengths import balanced_straggler_factor, fit_lengths, straggler_factor
 from calculator.timing.overheads import DATAPROTO_BYTES_PER_TOKEN, num_weight_tensors
 from calculator.timing.step import phase_times
 from tests.support.qwen7b_h100 import BASE, EFF_PCIE, H100_PCIE5, P7, times
@@ -19,15 +19,33 @@ MODELS = model_presets()
 
 
 def test_every_phase_pays_the_fixed_dispatch_and_its_data():
-    """1024 x 5 sequences x 1112 tokens x 36 B = 205.0 MB through the driver at 1 GB/s = 0.205 s, + 1 s fixed;
-    the weight sync ships no batch."""
-    _, t = times()
-    data = 1024 * 5 * 1112 * DATAPROTO_BYTES_PER_TOKEN / 1e9
-    assert data == pytest.approx(0.205, abs=1e-3)
+    """verl <= 0.8 (legacy RayPPOTrainer) handles the PADDED batch: 1024 x 5 sequences x (512 max prompt + 1024 max
+    response) positions x 36 B = 283.1 MB at 1 GB/s = 0.283 s, + 1 s fixed; the weight sync ships no batch."""
+    s, t = times({"verl_version": "0.8"})
+    assert (s.data.max_prompt_length, s.data.max_response_length) == (512, 1024)
+    data = 1024 * 5 * 1536 * DATAPROTO_BYTES_PER_TOKEN / 1e9
+    assert data == pytest.approx(0.2831, abs=1e-4)
     for p, pt in t.items():
         expected = 1.0 if p == Phase.WEIGHT_SYNC else 1.0 + data
         assert pt.terms["dispatch"] == pytest.approx(expected, rel=1e-12), p
-        assert "GB/s" in pt.notes["dispatch"]
+        assert "padded" in pt.notes["dispatch"]
+
+
+def test_v1_trainer_moves_unpadded_samples():
+    """verl 0.9 (V1 trainer, TransferQueue): 1024 x 5 sequences x 1112 real tokens x 36 B = 0.205 s + 1 s."""
+    _, t = times()
+    data = 1024 * 5 * 1112 * DATAPROTO_BYTES_PER_TOKEN / 1e9
+    assert t[Phase.UPDATE_ACTOR].terms["dispatch"] == pytest.approx(1.0 + data, rel=1e-12)
+    assert "TransferQueue" in t[Phase.UPDATE_ACTOR].notes["dispatch"]
+
+
+def test_dispatch_follows_the_max_lengths_not_the_mean():
+    """Same mean lengths, max response 1024 -> 4096: the driver's bytes grow by (512 + 4096) / (512 + 1024) = 3x."""
+    _, t1 = times({"verl_version": "0.8"})
+    _, t4 = times({"verl_version": "0.8", "data.max_response_length": 4096})
+    d1 = t1[Phase.UPDATE_ACTOR].terms["dispatch"] - 1.0
+    d4 = t4[Phase.UPDATE_ACTOR].terms["dispatch"] - 1.0
+    assert d4 == pytest.approx(3.0 * d1, rel=1e-9)
 
 
 def test_dispatch_does_not_shrink_with_more_gpus():
@@ -37,18 +55,19 @@ def test_dispatch_does_not_shrink_with_more_gpus():
 
 
 def test_update_waits_for_the_slowest_rank():
-    """Mini-batch 256 prompts x 5 = 1280 sequences over 8 FSDP ranks = 160 per rank; lengths: the clipped
-    log-normal with mean 600 of max 1024 (preset), CV of prompt + response = cv_R x 600 / 1112."""
-    s, t = times()
+    """verl 0.7 / 0.8: mini-batch 256 prompts x 5 = 1280 sequences over 8 FSDP ranks = 160 per rank, 4 mini-batches
+    (1024 / 256); lengths: the clipped log-normal with mean 600 of max 1024 (preset); balance_batch puts the same
+    length band in each mini-batch on every rank (lengths.balanced_straggler_factor)."""
+    s, t = times({"verl_version": "0.8"})
     upd = t[Phase.UPDATE_ACTOR]
     d = fit_lengths(600, s.data.max_response_length, 0.01)
-    cv = d.cv() * 600 / 1112
-    f = straggler_factor(cv, 1280 / 8, 8)
+    f = balanced_straggler_factor(d, 512.0, 4, 160.0, 8)
+    assert 1.0 < f < straggler_factor(d.cv() * 600 / 1112, 160, 8)  # banded: below the random-rank factor
     gpu = upd.terms["compute"]
     hidden = upd.terms["fsdp_comm"] + upd.terms["cpu_offload_pcie"] + upd.terms["host_overhead"]
     assert upd.terms["dp_straggler"] == pytest.approx(max(0.0, (f - 1) * gpu - hidden), rel=1e-9)
-    assert upd.terms["dp_straggler"] > 0  # compute-bound: 7B, 1280 x 1112 tokens per mini-batch
     assert "dp_straggler" not in t[Phase.OLD_LOG_PROB].terms  # balance_batch evens the whole batch's tokens
+    assert "same length band" in upd.notes["dp_straggler"]
 
 
 def test_weight_tensor_counts_by_hand():
@@ -104,7 +123,7 @@ def test_moe_grouped_gemm_and_load_imbalance_megatron_ep():
     compute = upd.terms["compute"] * share
     eff_g = rows / (rows + 256)
     assert upd.terms["moe_grouped_gemm"] == pytest.approx(
-        max(0.0, compute / eff_g - compute / gemm_efficiency(s, tokens)), rel=1e-9
+        max(0.0, compute / eff_g - compute / gemm_efficiency(s, tokens, ctx.gpu)), rel=1e-9
     )
     assert upd.terms["moe_load_imbalance"] == pytest.approx(0.2 * (compute / eff_g + upd.terms["tp_ep_comm"]), rel=1e-9)
 
@@ -112,3 +131,17 @@ def test_moe_grouped_gemm_and_load_imbalance_megatron_ep():
 def test_dense_models_have_no_moe_terms():
     _, t = times()
     assert not any(k.startswith("moe_") for pt in t.values() for k in pt.terms)
+
+
+@pytest.mark.parametrize("version", ["0.6", "0.9"])
+def test_unsorted_releases_pay_the_random_straggler(version: str):
+    """verl 0.5 / 0.6 keep each rank's partition in batch order, and so does the 0.9 V1 trainer: the straggler follows
+    the whole spread, 1 + cv / sqrt(160) x E[max of 8 normals] with cv of prompt + response = cv_R x 600 / 1112."""
+    s, t = times({"verl_version": version})
+    upd = t[Phase.UPDATE_ACTOR]
+    d = fit_lengths(600, s.data.max_response_length, 0.01)
+    f = straggler_factor(d.cv() * 600 / 1112, 1280 / 8, 8)
+    gpu = upd.terms["compute"]
+    hidden = upd.terms["fsdp_comm"] + upd.terms["cpu_offload_pcie"] + upd.terms["host_overhead"]
+    assert upd.terms["dp_straggler"] == pytest.approx(max(0.0, (f - 1) * gpu - hidden), rel=1e-9)
+    assert "keeps batch order" in upd.notes["dp_straggler"]

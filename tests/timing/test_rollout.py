@@ -41,14 +41,15 @@ def test_decode_step_by_hand():
     ctx = build_context(s)
     b, c, tp = 64, 1000, 2
     kv_per_token_per_gpu = 2 * LAYERS * (KV_HEADS // tp) * HEAD_DIM * 2  # 28,672 B
-    mem = P7 * 2 / tp + b * c * kv_per_token_per_gpu + b * V * 10  # weights + KV read + sampler logits
-    t_mem = mem / (H100_HBM * EFF_DECODE)
-    flops = b * (2 * N_MM + 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c)
-    t_cmp = flops / (tp * H100_TFLOPS * EFF_PREFILL)
+    hbm, f = H100_HBM * EFF_DECODE, tp * H100_TFLOPS * EFF_PREFILL
+    # each kernel class at its own roofline: weight GEMMs, attention over the KV cache, sampler logits
+    gemms = max(P7 * 2 / tp / hbm, b * 2 * N_MM / f)
+    attention = max(b * c * kv_per_token_per_gpu / hbm, b * 2 * LAYERS * (HEADS * HEAD_DIM * 2) * c / f)
+    sampler = b * V * 10 / hbm
     allreduce = 2 * LAYERS * (8e-6 + 2 * (tp - 1) / tp * b * H * 2 / (H100_NVLINK_UNI * EFF_NVLINK))
     engine_cpu = 300e-6 + 10e-6 * b  # decode_step_host_us + decode_step_host_us_per_seq x batch
-    expected = max(t_mem, t_cmp) + allreduce + engine_cpu
-    assert t_mem > t_cmp  # bandwidth-bound at this batch
+    expected = gemms + attention + sampler + allreduce + engine_cpu
+    assert P7 * 2 / tp / hbm > b * 2 * N_MM / f  # the GEMMs are bandwidth-bound at this batch
     assert decode_step_seconds(ctx, b, c) == pytest.approx(expected, rel=1e-9)
     assert expected == pytest.approx(4.596e-3 + 0.94e-3, rel=1e-3)
 
@@ -246,3 +247,64 @@ def test_rollout_long_tail_does_not_shrink_with_more_gpus():
     tail8, tail32 = t8["rollout"].terms["long_tail"], t32["rollout"].terms["long_tail"]
     assert tail32 > 0.5 * tail8
     assert t32["rollout"].seconds > t8["rollout"].seconds / 4  # far from linear scaling
+
+
+def _moe_rollout(tp: int, dp: int, ep: int):  # type: ignore[no-untyped-def]
+    ov = {
+        "model.path": "qwen3-30b-a3b",
+        "rollout.tensor_model_parallel_size": tp,
+        "rollout.data_parallel_size": dp,
+        "rollout.expert_parallel_size": ep,
+    }
+    return build_context(load_scenario(BASE, overrides=ov))
+
+
+def test_expert_parallel_decode_by_hand():
+    """Qwen3-30B-A3B on 8 x H100, vLLM TP 2 x DP 4 with EP 8: each GPU holds 128 / 8 = 16 routed experts and reads
+    those the 4 DP ranks' tokens chose; per MoE layer (48) a dispatch + combine over the 8 GPUs: latency 2 x 48 x
+    8 us = 0.768 ms per step, and (4 - 1) x 2048 hidden x 2 B per sequence each over NVLink 450 GB/s x 0.75."""
+    from calculator.timing.rollout import DecodeStep
+
+    ctx = _moe_rollout(2, 4, 8)
+    step = DecodeStep(ctx)
+    assert (step.tp, step.dp, step.ep) == (2, 4, 8)
+    assert step.ep_seconds(0) == pytest.approx(2 * 48 * 8e-6, rel=1e-12)
+    per_seq = 2 * 48 * 3 * 2048 * 2 / (H100_NVLINK_UNI * EFF_NVLINK)
+    assert step.ep_seconds(10) - step.ep_seconds(0) == pytest.approx(10 * per_seq, rel=1e-9)
+    a = ctx.actor.arch
+    touched = 1 - (1 - 8 / 128) ** (4 * 16)  # 16 sequences per DP rank, 4 ranks
+    expected = (step.dense / 2 + step.experts * touched / 8) * 2
+    assert step.weight_bytes(16) == pytest.approx(expected, rel=1e-12)
+    assert a.num_experts == 128
+    terms = phase_times(ctx)["rollout"].terms
+    assert terms["ep_all_to_all"] > 0
+    # without EP there is no all-to-all, and every GPU holds a 1/TP slice of every expert
+    plain = DecodeStep(_moe_rollout(2, 4, 1))
+    assert plain.ep == 2 and plain.ep_seconds(16) == 0.0
+
+
+def test_vllm_dp_ranks_split_the_replicas_sequences():
+    """A replica of TP 2 x DP 4 = 8 GPUs serves 1024 x 5 / 1 replica = 5,120 sequences; each DP rank decodes its
+    1,280 with its own KV cache, so the rollout is close to that of 4 replicas of TP 2 (DP 1), not 4x longer."""
+    dp4 = phase_times(_moe_rollout(2, 4, 1))["rollout"].seconds
+    dp1 = phase_times(_moe_rollout(2, 1, 1))["rollout"].seconds
+    assert dp4 == pytest.approx(dp1, rel=0.05)
+
+
+def test_compute_bound_gemms_and_bandwidth_bound_attention_add_up_on_h20():
+    """Qwen2.5-7B, TP 2 on H20 (148 TFLOPS, 4.0 TB/s), 512 sequences at a 4,000-token context: the weight GEMMs are
+    compute-bound (512 x 2 x N / (2 x 148e12 x 0.5)) and the attention reads 512 x 4,000 x 28,672 B of KV at
+    4.0 TB/s x 0.7; they run one after the other, so the step is their sum (plus sampler, all-reduce, CPU)."""
+    s = load_scenario(BASE, overrides={"hardware.gpu": "h20-96gb"})
+    ctx = build_context(s)
+    from calculator.timing.rollout import DecodeStep
+
+    step = DecodeStep(ctx)
+    b, c = 512, 4000
+    f, hbm = 2 * 148e12 * EFF_PREFILL, 4000e9 * EFF_DECODE
+    gemms = b * 2 * N_MM / f
+    assert gemms > P7 * 2 / 2 / hbm  # compute-bound GEMMs
+    kv = b * c * 2 * LAYERS * (KV_HEADS // 2) * HEAD_DIM * 2 / hbm
+    assert kv > b * c * 2 * LAYERS * (HEADS * HEAD_DIM * 2) / f  # bandwidth-bound attention
+    body, *_ = step.seconds(b, c)
+    assert body == pytest.approx(gemms + kv + b * V * 10 / hbm, rel=1e-9)

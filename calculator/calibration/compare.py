@@ -151,10 +151,22 @@ def _memory(report: Report, measured: Measured) -> MemoryComparison:
 
 
 def host_ram_gib(report: Report) -> float | None:
-    """The report's predicted host RAM per node (DESIGN.md 6.5 ``host.ram_gib_per_node``), None in a build without
-    the host model."""
+    """The report's predicted host RAM used per node (DESIGN.md 6.5 ``host.total_gib_per_node``: offloaded state,
+    process and node baselines; ``ram_gib_per_node`` is the node's capacity, not a prediction), None in a build
+    without the host model."""
+    return _host_field(report, "total_gib_per_node")
+
+
+def host_components_gib(report: Report) -> dict[str, float]:
+    """The predicted host RAM per node by component (``host.components``), empty without the host model."""
     host = getattr(report, "host", None)
-    value = host.get("ram_gib_per_node") if isinstance(host, dict) else getattr(host, "ram_gib_per_node", None)
+    comps = host.get("components") if isinstance(host, dict) else getattr(host, "components", None)
+    return {str(k): float(v) for k, v in (comps or {}).items() if isinstance(v, int | float)}
+
+
+def _host_field(report: Report, name: str) -> float | None:
+    host = getattr(report, "host", None)
+    value = host.get(name) if isinstance(host, dict) else getattr(host, name, None)
     return float(value) if isinstance(value, int | float) else None
 
 

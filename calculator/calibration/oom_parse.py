@@ -5,7 +5,8 @@ Formats (each fixture in tests/calibration/fixtures/ cites the public issue it c
 * PyTorch >= 2.1 (``c10/cuda/CUDACachingAllocator.cpp``): ``CUDA out of memory. Tried to allocate 13.91 GiB. GPU 0
   has a total capacity of 79.11 GiB of which 8.85 GiB is free. [Process N has X GiB memory in use. | Including
   non-PyTorch memory, this process has X GiB memory in use.] Of the allocated memory 60.49 GiB is allocated by
-  PyTorch, and 6.77 GiB is reserved by PyTorch but unallocated.``; before 2.1: ``Tried to allocate 1024.00 MiB
+  PyTorch, and 6.77 GiB is reserved by PyTorch but unallocated.`` (torch >= 2.4 may insert ``, with X allocated in
+  private pools (e.g., CUDA Graphs)`` before ``and``; a pasted message wrapped mid-word is joined); before 2.1: ``Tried to allocate 1024.00 MiB
   (GPU 0; 8.00 GiB total capacity; 12.19 GiB already allocated; 0 bytes free; 12.68 GiB reserved in total by
   PyTorch)``.
 * vLLM V1 (``vllm/v1/worker/gpu_worker.py`` ``init_device``; ``vllm/v1/core/kv_cache_utils.py``): ``Free memory on
@@ -48,7 +49,9 @@ _TORCH_NEW = re.compile(
 _TORCH_ALLOCATED = re.compile(
     r"Of the allocated memory "
     + _SIZE
-    + r" is allocated by PyTorch, and "
+    + r" is allocated by PyTorch, (?:with "
+    + _SIZE
+    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and "
     + _SIZE
     + r" is reserved by PyTorch but unallocated",
     re.IGNORECASE,
@@ -98,7 +101,17 @@ PHASE_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("critic_values", ("compute_values",)),
     ("update_critic", ("update_critic",)),
     ("update_actor", ("update_policy", "update_actor", "train_mini_batch")),
-    ("weight_sync", ("update_weights", "sync_rollout_weights", "load_weights", "get_per_tensor_param")),
+    (
+        "weight_sync",
+        (
+            "update_weights",
+            "sync_rollout_weights",
+            "sync_model_weights",
+            "load_weights",
+            "load_dtensor_weights",
+            "get_per_tensor_param",
+        ),
+    ),
     ("old_log_prob", ("compute_log_prob", "compute_old_log_prob")),
     ("rollout", ("generate_sequences", "wake_up", "_initialize_kv_caches", "determine_available_memory", "resume")),
 )
@@ -146,7 +159,7 @@ def _line_of(text: str, start: int) -> str:
 def _torch(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
     m = _TORCH_NEW.search(text)
     if m:
-        a = _TORCH_ALLOCATED.search(text, m.end())
+        a = _TORCH_ALLOCATED.search(text.replace("\n", ""))  # a pasted message may be wrapped mid-word
         logits = next((f for f in LOGITS_FUNCTIONS if re.search(rf"\b{f}\b", text)), None)
         return OomEvent(
             kind="cuda_oom",
@@ -158,7 +171,7 @@ def _torch(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
             total_gib=_gib(m[4], m[5]),
             free_gib=_gib(m[6], m[7]),
             allocated_by_pytorch_gib=_gib(a[1], a[2]) if a else None,
-            reserved_unallocated_gib=_gib(a[3], a[4]) if a else None,
+            reserved_unallocated_gib=_gib(a[5], a[6]) if a else None,
             message=_line_of(text, m.start()),
         )
     m = _TORCH_OLD.search(text)

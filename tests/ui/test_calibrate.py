@@ -4,13 +4,14 @@ the inputs and saves into the team directory under a generated name, and the OOM
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.calibration.test_compare import synthetic_log
 from tests.support.paths import ROOT
-from ui import keys
+from ui import keys, profiles
 
 APP = str(ROOT / "app.py")
 PAGE = "ui/pages/calibrate.py"
@@ -71,3 +72,43 @@ def test_page_runs_in_chinese() -> None:
     at.switch_page(PAGE).run()
     assert not at.exception
     assert any("校准" in m.value for m in at.markdown)
+
+
+def test_links_apply_the_fitted_profile_on_estimate_and_planner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLPLAN_PRESETS_DIR", raising=False)
+    at = open_page()
+    at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
+    assert not at.exception
+    links = {p.proto.label: p.proto.query_string for p in at.get("page_link")}
+    assert set(links) == {"Estimate", "Planner"}
+    code = parse_qs(links["Estimate"])["cal"][0]
+    label, fitted = profiles.read_link(code)  # the link round-trips through ui/linkcodec.py
+    assert label.startswith("qwen2-5-7b-h100-80gbx8-") and label.endswith(profiles.FROM_LINK)
+    assert fitted["efficiency.train_mfu"] == pytest.approx(0.25, rel=0.04)
+    # opening that link in a new session applies the fitted values to the inputs
+    fresh = AppTest.from_file(APP, default_timeout=90)
+    fresh.query_params["cal"] = code
+    fresh.run()
+    assert not fresh.exception
+    assert fresh.session_state[keys.field_key("efficiency.train_mfu")] == fitted["efficiency.train_mfu"]
+
+
+def test_save_with_a_typed_name_is_sanitised_and_asks_before_overwriting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
+    at = open_page()
+    at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
+    at.text_input(key=keys.CAL_NAME).input("../../My Team: H100 run!").run()
+    at.button(key=keys.CAL_SAVE).click().run()
+    assert not at.exception
+    saved = tmp_path / "calibrations" / "my-team-h100-run.yaml"
+    assert [p.name for p in (tmp_path / "calibrations").iterdir()] == [saved.name]  # nothing outside, one file
+    saved.write_text("edited by hand\n")
+    at.button(key=keys.CAL_SAVE).click().run()  # same name again: asks, does not overwrite
+    assert not at.exception
+    assert any("already exists" in w.value for w in at.warning)
+    assert saved.read_text() == "edited by hand\n"
+    at.button(key=keys.CAL_OVERWRITE).click().run()  # confirmed
+    assert not at.exception
+    assert "kind: rlplan-calibration" in saved.read_text()

@@ -24,6 +24,7 @@ from calculator.errors import InputError
 
 PHASE_OF_TIMER: dict[str, str] = {
     "gen": "rollout",
+    "generate_async": "rollout",  # experimental/one_step_off_policy/ray_trainer.py: the awaited generation
     "reward": "reward",
     "old_log_prob": "old_log_prob",
     "ref": "ref_log_prob",
@@ -31,6 +32,24 @@ PHASE_OF_TIMER: dict[str, str] = {
     "update_critic": "update_critic",
     "update_actor": "update_actor",
     "update_weights": "weight_sync",
+    "sync_rollout_weights": "weight_sync",  # one_step_off_policy: the NCCL broadcast to the rollout pool
+}
+# Every other timer verl 0.9.1 records (``marked_timer`` in trainer/ppo/ray_trainer.py, trainer/ppo/v1/*.py,
+# experimental/{one_step_off,fully_async}_policy/*.py) and why it is no phase of the model; each is reported as
+# measured ("unmodelled_s"). No ``reshard`` timer exists in verl 0.5-0.9.1 (the resharding is inside
+# ``update_weights`` / the sharding manager's wake-up, i.e. the weight_sync phase).
+NOT_A_PHASE: dict[str, str] = {
+    "step": "the whole step (compared with the predicted step)",
+    "adv": "advantage estimation on the driver (CPU, milliseconds); not modelled",
+    "testing": "validation, outside the training step",
+    "save_checkpoint": "checkpointing, outside the training step",
+    "start_profile": "profiler control",
+    "stop_profile": "profiler control",
+    "dump_rollout_generations": "writes the generations to disk",
+    "switch_to_rollout": "separate_async hybrid: engine wake-up / balancer registration (no phase of its own)",
+    "switch_to_trainer": "separate_async hybrid: engine sleep / abort",
+    "switch_wait": "separate_async: waiting for the pool switch",
+    "wait_for_enough_samples": "fully_async trainer idle, waiting for the rollouter",
 }
 OUTSIDE_STEP_TIMERS = ("testing", "save_checkpoint", "start_profile", "stop_profile", "dump_rollout_generations")
 MAD_TO_SIGMA = 1.4826  # normal-consistent MAD (Rousseeuw & Croux 1993)
@@ -81,7 +100,10 @@ class Measured:
 
 
 def _timed_steps(log: RunLog) -> list[int]:
-    return [s for s in log.step_numbers if any(k.startswith("timing_s/") for k in log.steps[s])]
+    """Training steps: those with ``timing_s/step`` when the log has it (a validation-only step, e.g. step 0 with
+    ``timing_s/testing``, is not a training step), else those with any ``timing_s/*``."""
+    stepped = [s for s in log.step_numbers if "timing_s/step" in log.steps[s]]
+    return stepped or [s for s in log.step_numbers if any(k.startswith("timing_s/") for k in log.steps[s])]
 
 
 def _collect(log: RunLog, steps: list[int], key: str) -> Stat | None:
@@ -116,7 +138,10 @@ def summarize(log: RunLog, warmup: int | None = None) -> Measured:
     if not timed:
         raise InputError("log: no step has timing_s/* metrics (verl logs them for every training step)")
     dropped, kept, notes = _split_warmup(timed, warmup)
-    phases = {p: st for t, p in PHASE_OF_TIMER.items() if (st := _collect(log, kept, f"timing_s/{t}")) is not None}
+    phases: dict[str, Stat] = {}
+    for t, p in PHASE_OF_TIMER.items():  # the first timer present for a phase (gen before generate_async)
+        if p not in phases and (st := _collect(log, kept, f"timing_s/{t}")) is not None:
+            phases[p] = st
     known = set(PHASE_OF_TIMER) | {"step"}
     others = {
         k.removeprefix("timing_s/")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from calculator import estimate, load_scenario
@@ -76,3 +78,14 @@ def test_weight_sync_with_unmodelled_wake_up_does_not_pull_the_rollout_fit() -> 
     assert sync.ratio is not None and sync.ratio > 1.5
     assert c.fitted["efficiency.engine_wake_sleep_s"] > 2 * 2.0  # default 2 s
     assert "efficiency.prefill_mfu" in c.refused and "cannot be separated" in c.refused["efficiency.prefill_mfu"]
+
+
+def test_the_logged_mean_lengths_drive_the_prediction() -> None:
+    # wandb fixture: prompt_length/mean median 104.7 -> 105, response_length/mean median 301.2 -> 301
+    text = (Path(__file__).parent / "fixtures" / "wandb_export_history.csv").read_text()
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    c = calibrate(s, summarize(parse_log(text)))
+    assert c.lengths == {"mean_prompt_length": 105, "mean_response_length": 301}
+    expected = estimate(load_scenario(s, {"data.mean_prompt_length": 105, "data.mean_response_length": 301}))
+    rollout = next(p for p in c.phases if p.name == "rollout")
+    assert rollout.predicted_s == pytest.approx(expected.time.phases_s["rollout"])

@@ -99,3 +99,17 @@ def test_one_step_off_timers_map_to_phases() -> None:
     m = summarize(parse_log(text))
     assert m.phases_s["rollout"].median == 43.0  # steps 2, 3, 4 -> 42, 43, 44
     assert m.phases_s["weight_sync"].median == 2.5
+
+
+def test_fully_async_gen_is_the_trainer_wait_and_param_sync_is_the_weight_sync() -> None:
+    # verl 0.9.1 experimental/fully_async_policy: detach_utils.py idle_ratio = timing_s/gen / timing_s/step (the
+    # trainer's wait), fully_async_trainer.py marked_timer("timing_s/param_sync")
+    text = "\n".join(
+        f"step:{i} - timing_s/gen:21.0 - timing_s/update_actor:300 - timing_s/timing_s/param_sync:0.5 - "
+        f"timing_s/step:{320 + i} - fully_async/trainer/idle_ratio:0.07"
+        for i in range(1, 5)
+    )
+    m = summarize(parse_log(text))
+    assert "rollout" not in m.phases_s and m.other_s["gen (trainer wait)"].median == 21.0
+    assert m.phases_s["weight_sync"].median == 0.5 and m.phases_s["update_actor"].median == 300
+    assert any("trainer's wait" in n for n in m.notes)

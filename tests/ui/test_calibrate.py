@@ -32,6 +32,11 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart"), "no phase chart"
+    phases = at.dataframe[0].value
+    assert {"predicted s", "measured s", "ratio", "fitted s", "residual"} <= set(phases.columns)
+    refused = [c.value for c in at.caption if c.value.startswith("efficiency.")]  # "field: why it was not fitted"
+    assert refused and all(": " in r for r in refused)
+    assert any(c.value.startswith("Host RAM per node") for c in at.caption)
     fitted = at.dataframe[1].value
     assert "efficiency.train_mfu" in fitted.index
     assert fitted.loc["efficiency.train_mfu", "value"] == pytest.approx(0.25, rel=0.04)

@@ -53,6 +53,7 @@ TEXT: dict[str, dict[str, str]] = {
         "fitted_values": "Fitted values",
         "refused": "Not fitted, and why",
         "memory": "Trainer memory: predicted allocated {pa:.2f} GiB vs logged {ma}; reserved {pr:.2f} vs {mr}",
+        "host": "Host RAM per node: predicted {p} GiB vs logged {m} GiB ({note})",
         "save": "Save to the team directory",
         "name": "Profile name (optional)",
         "name_help": "Saved as <name>.yaml: letters and digits only (others become '-'), at most 40 characters. "
@@ -91,6 +92,7 @@ TEXT: dict[str, dict[str, str]] = {
         "fitted_values": "拟合值",
         "refused": "未拟合的字段及原因",
         "memory": "训练进程显存：预测已分配 {pa:.2f} GiB，日志 {ma}；预留 {pr:.2f}，日志 {mr}",
+        "host": "每节点主机内存：预测 {p} GiB，日志 {m} GiB（{note}）",
         "save": "保存到团队目录",
         "name": "配置档名称（可选）",
         "name_help": "保存为 <名称>.yaml：仅字母和数字（其他字符变为 '-'），最多 40 个字符。留空：由模型、GPU、日期和数值生成。",
@@ -185,6 +187,7 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
             "measured s": p.measured_s,
             "ratio": p.ratio,
             "fitted s": p.fitted_s,
+            "residual": c.residuals.get(p.name),  # measured / fitted - 1
             "gap": p.explanation,
         }
         for p in c.phases
@@ -203,6 +206,8 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
             limit=500,
         )
     )
+    h = c.host
+    st.caption(md(t("host", p=fmt(h.predicted_gib), m=fmt(h.measured_gib), note=h.note), limit=500))
     left, right = st.columns(2)
     with left:
         st.markdown(f"**{t('fitted_values')}**")

@@ -179,6 +179,58 @@ def _kv_fixes(scenario: Scenario, report: Report) -> list[Fix]:
     return fixes
 
 
+# Host-RAM levers: each offload moves a state to the node's RAM (DESIGN.md 4.9); turning it off gives that RAM back
+# and costs GPU memory (``fits`` says whether the GPU still holds it).
+HOST_OFFLOAD_FIELDS = (
+    "actor.fsdp_config.param_offload",
+    "actor.fsdp_config.optimizer_offload",
+    "ref.fsdp_config.param_offload",
+    "critic.fsdp.param_offload",
+    "critic.fsdp.optimizer_offload",
+    "actor.megatron.param_offload",
+    "actor.megatron.optimizer_offload",
+    "critic.megatron.param_offload",
+    "critic.megatron.optimizer_offload",
+)
+
+
+def _field(scenario: Scenario, dotted: str) -> Any:
+    obj: Any = scenario
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _host_fixes(scenario: Scenario, report: Report) -> list[Fix]:
+    """For a host kill: each offload the scenario turns on, turned off, kept when ``estimate()`` says the node's RAM
+    drops; ranked by the RAM it saves (``phase_gib_after``: the node's predicted RAM after the change)."""
+    before = host_ram_gib(report)
+    found: list[tuple[float, Fix]] = []
+    for path in HOST_OFFLOAD_FIELDS:
+        if _field(scenario, path) is not True:
+            continue
+        try:
+            after = estimate(load_scenario(scenario, {path: False}))
+        except InputError:
+            continue
+        ram = host_ram_gib(after)
+        if before is None or ram is None or ram >= before - 0.01:
+            continue
+        fix = Fix(
+            rank=0,
+            lever=f"no_{path.replace('.', '_')}",
+            title=f"Turn off {path} (keeps that state on the GPU: {before - ram:.1f} GiB less host RAM per node)",
+            fits=after.peak.fits,
+            peak_gib_per_gpu=after.peak.gib_per_gpu,
+            added_step_s=None,
+            verl_overrides=[f"{k}={format_verl_value(v)}" for k, v in native_to_verl_items(path, False, scenario)],
+            phase_gib_after=ram,
+        )
+        found.append((ram, fix))
+    found.sort(key=lambda rf: rf[0])
+    return [f.model_copy(update={"rank": i + 1}) for i, (_, f) in enumerate(found)]
+
+
 def _lowers_util(s: object) -> bool:
     return any(line.startswith(GPU_UTIL_KEY + "=") for line in getattr(s, "verl_overrides", []))
 
@@ -187,11 +239,10 @@ def _fixes(scenario: Scenario, report: Report, event: OomEvent) -> tuple[list[Fi
     notes: list[str] = []
     if event.kind == "host_oom":
         notes.append(
-            "host RAM: the advisor ranks GPU-memory changes; lower host memory by turning off param/optimizer "
-            "offload (actor_rollout_ref.actor.fsdp_config.param_offload / optimizer_offload), fewer data-loader "
-            "workers, or more RAM per node"
+            "host RAM: the fixes turn off the offloads that put state in the node's RAM (their GPU cost in 'fits'); "
+            "beyond them: fewer data-loader workers, or more RAM per node"
         )
-        return [], "host", notes
+        return _host_fixes(scenario, report), "host", notes
     advice = advise(scenario)
     if advice.status == "fits":
         usable = report.peak.usable_memory_gib

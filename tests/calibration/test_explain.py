@@ -137,7 +137,8 @@ def test_sync_model_weights_frame_is_the_weight_sync() -> None:
 
 
 # What every fixture's answer holds (issue 16): the phase, the matched component with both numbers, what else the
-# model says was resident, and ranked fixes with their verl overrides (none for a host kill: it says why).
+# model says was resident, and ranked fixes with their verl overrides (a host kill of a scenario without offloads has
+# none: the note says what else lowers host RAM).
 EXPLAINED = [
     ("torch_old_log_prob_entropy.txt", "old_log_prob", "actor_logits"),
     ("torch_update_actor_backward.txt", "update_actor", "actor_"),
@@ -199,3 +200,18 @@ def test_host_oom_matches_the_predicted_use_not_the_capacity() -> None:
     host = estimate(s).host
     assert e.matched_gib == pytest.approx(host.total_gib_per_node)
     assert sum(e.resident_gib.values()) == pytest.approx(host.total_gib_per_node, abs=0.01)
+
+
+def test_host_oom_fixes_turn_off_the_offloads_that_fill_the_node() -> None:
+    s = load_scenario(
+        "qwen2.5-7b-grpo-8xh100",
+        {"actor.fsdp_config.param_offload": True, "actor.fsdp_config.optimizer_offload": True},
+    )
+    e = explain_oom(s, fixture("ray_host_oom_update_actor.txt"))
+    before = estimate(s).host.total_gib_per_node
+    assert [f.verl_overrides for f in e.fixes] == [
+        ["actor_rollout_ref.actor.fsdp_config.optimizer_offload=false"],  # the larger saving first
+        ["actor_rollout_ref.actor.fsdp_config.param_offload=false"],
+    ]
+    assert all(f.phase_gib_after is not None and f.phase_gib_after < before for f in e.fixes)
+    assert e.fixes[0].phase_gib_after < e.fixes[1].phase_gib_after

@@ -14,6 +14,7 @@ becomes a path. Its ``fitted`` values (an unsaved profile) are checked like a pr
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -25,7 +26,7 @@ from ui.text import md
 
 PARAM = "cal"
 NONE = ""
-FROM_LINK = " (link)"
+FROM_LINK = " (unsaved)"  # a profile known only from a link or the Calibrate page, not a team file
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 TEXT = {
@@ -51,6 +52,18 @@ def t(key: str, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+@st.cache_data(ttl=3, show_spinner=False, max_entries=4)
+def team_fitted(presets_dir: str) -> dict[str, dict[str, float]]:
+    """The team's profiles (id -> fitted values), read at most every 3 s per directory: the selector and the URL
+    ask on every rerun of every page. ``presets_dir`` is only the cache key (the value of ``RLPLAN_PRESETS_DIR``)."""
+    profiles, _ = team_profiles()
+    return {pid: dict(p.fitted) for pid, p in sorted(profiles.items())}
+
+
+def _team() -> dict[str, dict[str, float]]:
+    return team_fitted(os.environ.get("RLPLAN_PRESETS_DIR", ""))
+
+
 def link_code(profile_id: str, fitted: dict[str, float]) -> str | None:
     """The ``cal`` parameter for a profile (None when it would not fit in a link)."""
     return linkcodec.pack({"id": profile_id, "fitted": {k: round(float(v), 6) for k, v in fitted.items()}})
@@ -65,9 +78,9 @@ def read_link(code: object) -> tuple[str, dict[str, float]]:
     pid = data.get("id")
     if not isinstance(pid, str) or not _ID_RE.match(pid):
         raise InputError("the profile id must be letters, digits, '.', '_' or '-'")
-    profiles, _ = team_profiles()
-    if pid in profiles:  # a dictionary lookup among the listed files: the id is never a path
-        return pid, dict(profiles[pid].fitted)
+    team = _team()
+    if pid in team:  # a dictionary lookup among the listed files: the id is never a path
+        return pid, dict(team[pid])
     if "fitted" not in data:
         raise InputError(f"no team profile {pid!r} in $RLPLAN_PRESETS_DIR/calibrations")
     return pid + FROM_LINK, validate_fitted(data["fitted"], "fitted")
@@ -93,16 +106,23 @@ def apply_link() -> None:
         ss[keys.URL_PROBLEMS] = list(ss.get(keys.URL_PROBLEMS) or []) + [t("bad_link", why="; ".join(err.problems))]
         return
     _set_fields(fitted, keep=tuple(k for k in st.query_params if k in fitted))
-    ss.setdefault(keys.CAL_LINKED, {})[label] = fitted
-    ss[keys.CAL_ACTIVE] = label
-    ss[keys.CAL_SELECT] = label
+    remember(label, fitted, linked=label.endswith(FROM_LINK))
 
 
 def _choices() -> dict[str, dict[str, float]]:
-    profiles, _ = team_profiles()
-    out = {pid: dict(p.fitted) for pid, p in sorted(profiles.items())}
+    out = dict(_team())
     out.update(st.session_state.get(keys.CAL_LINKED) or {})
     return out
+
+
+def remember(label: str, fitted: dict[str, float], *, linked: bool) -> None:
+    """Mark ``label`` as the applied profile (a callback: before the selector is drawn); ``linked`` adds an unsaved
+    profile to the selector's choices."""
+    ss = st.session_state
+    if linked:
+        ss.setdefault(keys.CAL_LINKED, {})[label] = dict(fitted)
+    ss[keys.CAL_ACTIVE] = label
+    ss[keys.CAL_SELECT] = label
 
 
 def on_select() -> None:

@@ -47,6 +47,9 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     at.button(key=keys.CAL_APPLY).click().run()
     assert not at.exception
     assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
+    # the sidebar selector now shows it, and the page's URL carries it (a shareable link)
+    assert at.session_state[keys.CAL_ACTIVE] == saved[0].stem + profiles.FROM_LINK
+    assert profiles.read_link(at.query_params["cal"])[1]["efficiency.train_mfu"] == pytest.approx(0.25, rel=0.04)
     # the saved profile is offered by the team selector
     assert at.selectbox(key=keys.CAL_PROFILE).options == [saved[0].stem]
     at.session_state[keys.field_key("efficiency.train_mfu")] = 0.35

@@ -173,8 +173,10 @@ def fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
-def apply_profile(scenario: Scenario, overrides: dict[str, float]) -> None:
+def apply_profile(scenario: Scenario, overrides: dict[str, float], label: str, linked: bool) -> None:
+    """Set the profile's values in the inputs and show it as the sidebar selector's choice."""
     state.apply_scenario(load_scenario(scenario, overrides))
+    profiles.remember(label, overrides, linked=linked)
     st.toast(t("applied"), icon=":material/check_circle:")
 
 
@@ -240,7 +242,7 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
         t("apply"),
         key=keys.CAL_APPLY,
         on_click=apply_profile,
-        args=(scenario, profile_overrides(profile)),
+        args=(scenario, profile_overrides(profile), profile.id + profiles.FROM_LINK, True),
         type="primary",
     )
     page_links(profile.id, profile.fitted)
@@ -258,6 +260,7 @@ def save(profile: Any, *, overwrite: bool) -> None:
         st.error(md("; ".join(err.problems)), icon=":material/block:")
         return
     ss[keys.CAL_PENDING] = ""
+    profiles.team_fitted.clear()  # the sidebar selector lists it from the next rerun
     st.success(md(t("saved", name=path.name)))
 
 
@@ -286,7 +289,10 @@ def team_panel(scenario: Scenario) -> None:
     chosen = team[pid]
     st.caption(md(f"{chosen.name}: " + ", ".join(f"{k}={v:g}" for k, v in chosen.fitted.items()), limit=500))
     st.button(
-        t("team_apply"), key=keys.CAL_PROFILE_APPLY, on_click=apply_profile, args=(scenario, profile_overrides(chosen))
+        t("team_apply"),
+        key=keys.CAL_PROFILE_APPLY,
+        on_click=apply_profile,
+        args=(scenario, profile_overrides(chosen), chosen.id, False),
     )
     page_links(chosen.id, dict(chosen.fitted))
 

@@ -124,6 +124,10 @@ def _match(report: Report, event: OomEvent) -> tuple[str, float | None, PhaseOut
         return "rollout_weights + kv_cache (mapped back at wake_up)", engine, rollout
     if event.kind == "host_oom":
         return "host_ram_used_per_node (predicted)", host_ram_gib(report), None
+    if event.kind == "sglang_cuda_graph_oom":
+        rollout = next((p for p in report.phases if p.name == "rollout"), None)
+        graphs = rollout.components.get("cuda_graphs") if rollout is not None else None
+        return "cuda_graphs", graphs, rollout
     phase = next((p for p in report.phases if p.name == event.phase), None)
     if phase is None:
         phase = max(report.phases, key=lambda p: p.total_gib)
@@ -295,6 +299,8 @@ def _summary(event: OomEvent, phase: str, component: str, matched: float | None)
         "vllm_no_kv_cache": "vLLM has no memory left for the KV cache",
         "vllm_wake_up_oom": f"vLLM could not map its weights and KV cache back at wake_up in {phase}",
         "sglang_no_kv_cache": "SGLang has no memory left for its KV pool (mem_fraction_static)",
+        "sglang_cuda_graph_oom": f"SGLang ran out of memory capturing its CUDA graphs ({alloc}) after the KV pool took "
+        "its share (SGLang's advice: a smaller mem_fraction_static or cuda_graph_max_bs)",
         "host_oom": f"Ray killed a worker for host memory ({alloc} used on the node) in {phase}",
     }[event.kind]
     return f"{what}; closest predicted component: {component} ({pred})"

@@ -15,7 +15,8 @@ Formats (each fixture in tests/calibration/fixtures/ cites the public issue it c
   (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB)``.
 * vLLM's sleep-mode allocator waking the engine (``vllm/device_allocator/cumem.py``): ``CUDA Error: out of memory
   at /workspace/csrc/cumem_allocator.cpp:62`` (no size printed).
-* SGLang (``model_runner``): ``Not enough memory. Please try to increase --mem-fraction-static``.
+* SGLang (``model_runner``): ``Not enough memory. Please try to increase --mem-fraction-static``; and at CUDA-graph
+  capture (``cuda_graph_runner``): ``Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB...``.
 * Ray's memory monitor: ``Task was killed due to the node running low on memory. Memory on the node (...) was
   59.49GB / 62.58GB (0.950744), which exceeds the memory usage threshold of 0.95``.
 
@@ -87,6 +88,7 @@ _VLLM_MAX_SEQ_OLD = re.compile(
 )
 _VLLM_NO_CACHE = re.compile(r"No available memory for the cache blocks", re.IGNORECASE)
 _CUMEM = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp", re.IGNORECASE)
+_SGLANG_GRAPH = re.compile(r"Capture cuda graph failed: CUDA out of memory\. Tried to allocate " + _SIZE, re.IGNORECASE)
 _SGLANG = re.compile(r"Not enough memory\. Please try to (?:increase|decrease) --mem-fraction-static", re.IGNORECASE)
 _RAY = re.compile(r"Task was killed due to the node running low on memory", re.IGNORECASE)
 _RAY_USAGE = re.compile(
@@ -242,6 +244,16 @@ def _engines(text: str, phase: str | None, frames: list[str]) -> OomEvent | None
             engine="vllm",
             phase=phase or "rollout",
             frames=frames,
+            message=_line_of(text, m.start()),
+        )
+    m = _SGLANG_GRAPH.search(text)
+    if m:  # sglang model_runner.init_cuda_graphs: capturing the decode graphs after the KV pool took its share
+        return OomEvent(
+            kind="sglang_cuda_graph_oom",
+            engine="sglang",
+            phase="rollout",
+            frames=frames,
+            allocation_gib=_gib(m[1], m[2]),
             message=_line_of(text, m.start()),
         )
     m = _SGLANG.search(text)

@@ -35,6 +35,7 @@ def test_every_fixture_cites_a_public_source() -> None:
         ("sglang_not_enough_memory.txt", "sglang_no_kv_cache", "sglang", "rollout", None),
         ("ray_host_oom_update_actor.txt", "host_oom", "ray", "update_actor", 59.49),
         ("torch_update_actor_backward.txt", "cuda_oom", "torch", "update_actor", 2.12),
+        ("sglang_cuda_graph_capture.txt", "sglang_cuda_graph_oom", "sglang", "rollout", 448 / 1024),
     ],
 )
 def test_parse_fixtures(name: str, kind: str, engine: str, phase: str, alloc: float | None) -> None:
@@ -147,6 +148,7 @@ EXPLAINED = [
     ("vllm_no_cache_blocks.txt", "rollout", "kv_cache"),
     ("vllm_wake_up_rollout.txt", "rollout", "rollout_weights + kv_cache"),
     ("sglang_not_enough_memory.txt", "rollout", "kv_cache"),
+    ("sglang_cuda_graph_capture.txt", "rollout", "cuda_graphs"),
     ("ray_host_oom_update_actor.txt", "update_actor", "host_ram_used_per_node"),
 ]
 

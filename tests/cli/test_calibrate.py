@@ -104,3 +104,16 @@ def test_a_team_profile_is_found_by_id(
     monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
     assert main(["estimate", "qwen2.5-7b-grpo-8xh100", "--calibration", "slow-cluster", "--json"]) == 0
     capsys.readouterr()
+
+
+def test_save_never_overwrites_without_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(synthetic_log())
+    prof = tmp_path / "p.yaml"
+    prof.write_text("mine\n")
+    argv = ["calibrate", "qwen2.5-7b-grpo-8xh100", "--log", str(log), "--save", str(prof), "--json"]
+    assert main(argv) == 2
+    assert "already exists (add --overwrite to replace it)" in capsys.readouterr().err
+    assert prof.read_text() == "mine\n"
+    assert main([*argv, "--overwrite"]) == 0
+    assert prof.read_text().startswith("# rlplan calibration profile")

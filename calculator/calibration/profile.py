@@ -27,12 +27,15 @@ from calculator.inputs.limits import MAX_PRESET_FILES
 from calculator.inputs.presets import EXTRA_PRESETS_ENV, extra_presets_dir
 from calculator.inputs.readers import dump_yaml, read_mapping_file, read_yaml_text, write_new_text_file
 from calculator.inputs.scenario import Scenario
+from calculator.verl.export import format_overrides
 
 PROFILE_KIND = "rlplan-calibration"
 CALIBRATIONS_DIR = "calibrations"
 BOUNDS: dict[str, tuple[float, float]] = {fp.field: (fp.lower, fp.upper) for fp in FIT_PARAMS} | {
     FRAGMENTATION_FIELD: (0.0, 1.0)
 }
+MAX_LAUNCH_LINES = 400
+MAX_LAUNCH_LINE_CHARS = 400
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -46,6 +49,20 @@ class ProfileSource(BaseModel):
     algorithm: str = Field(default="", max_length=40)
     log: str = Field(default="", max_length=300, description="Name of the log file the values were fitted on.")
     steps_used: int = Field(default=0, ge=0)
+    lengths: dict[str, int] = Field(default_factory=dict, description="The logged mean lengths the fit used.")
+    launch: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LAUNCH_LINES,
+        description="The source run's verl settings (key=value, as `export --format overrides` writes them).",
+    )
+
+    @field_validator("launch")
+    @classmethod
+    def _launch(cls, v: list[str]) -> list[str]:
+        for line in v:
+            if len(line) > MAX_LAUNCH_LINE_CHARS or "=" not in line or "\n" in line:
+                raise ValueError(f"each line is one key=value of at most {MAX_LAUNCH_LINE_CHARS} characters")
+        return v
 
 
 class CalibrationProfile(BaseModel):
@@ -149,12 +166,21 @@ def make_profile(
             algorithm=str(scenario.algorithm.adv_estimator),
             log=Path(log_name).name[:300] if log_name else "",
             steps_used=len(calibration.steps_used),
+            lengths=dict(calibration.lengths),
+            launch=_launch_lines(scenario),
         ),
         fitted=fitted,
         uncertainty={d.field: round(d.uncertainty, 6) for d in calibration.fitted_detail},
         residuals={k: round(v, 4) for k, v in calibration.residuals.items()},
         refused=dict(calibration.refused),
     )
+
+
+def _launch_lines(scenario: Scenario) -> list[str]:
+    """The scenario's verl settings as ``key=value`` lines (bounded; a line too long for a profile is left out)."""
+    text = format_overrides(scenario, "overrides")
+    lines = [ln for ln in text.splitlines() if "=" in ln and len(ln) <= MAX_LAUNCH_LINE_CHARS]
+    return lines[:MAX_LAUNCH_LINES]
 
 
 def profile_yaml(profile: CalibrationProfile) -> str:

@@ -110,3 +110,12 @@ def test_a_typed_name_becomes_a_plain_id() -> None:
     assert make_profile(s, c, name="../../etc/passwd").id == "etc-passwd"
     assert make_profile(s, c, name="x" * 500).id == "x" * 40
     assert make_profile(s, c, name="!!!").id == "run"
+
+
+def test_a_profile_records_the_source_runs_settings_and_lengths(profile_text: str) -> None:
+    p = profile_from_text(profile_text)
+    assert p.source.lengths == {"mean_prompt_length": 300, "mean_response_length": 500}  # the synthetic log's
+    assert "actor_rollout_ref.rollout.n=5" in p.source.launch and "trainer.n_gpus_per_node=8" in p.source.launch
+    bad = profile_text.replace("  launch:\n", "  launch:\n  - not a setting\n", 1)
+    with pytest.raises(InputError, match="key=value"):
+        profile_from_text(bad)

@@ -35,6 +35,7 @@ MAX_FIXES = 8
 # ("Try increasing `gpu_memory_utilization`", vllm/v1/core/kv_cache_utils.py) or fewer bytes per token per GPU.
 KV_SHORTAGE = ("vllm_kv_below_max_model_len", "vllm_no_kv_cache", "sglang_no_kv_cache")
 GPU_UTIL_KEY = "actor_rollout_ref.rollout.gpu_memory_utilization"
+HOST_KINDS = ("host_oom", "host_oom_suspected")
 
 
 class Fix(BaseModel):
@@ -122,7 +123,7 @@ def _match(report: Report, event: OomEvent) -> tuple[str, float | None, PhaseOut
         rollout = next((p for p in report.phases if p.name == "rollout"), None)
         engine = (ro.weights_gib_per_gpu + ro.kv_cache_gib_per_gpu) if ro else None
         return "rollout_weights + kv_cache (mapped back at wake_up)", engine, rollout
-    if event.kind == "host_oom":
+    if event.kind in HOST_KINDS:
         return "host_ram_used_per_node (predicted)", host_ram_gib(report), None
     if event.kind == "sglang_cuda_graph_oom":
         rollout = next((p for p in report.phases if p.name == "rollout"), None)
@@ -241,7 +242,12 @@ def _lowers_util(s: object) -> bool:
 
 def _fixes(scenario: Scenario, report: Report, event: OomEvent) -> tuple[list[Fix], str, list[str]]:
     notes: list[str] = []
-    if event.kind == "host_oom":
+    if event.kind == "host_oom_suspected":
+        notes.append(
+            "Ray names the kernel's OOM killer as the first possible cause of this worker's death, not the only one: "
+            "check the node's kernel log (dmesg) for 'Out of memory: Killed process'"
+        )
+    if event.kind in HOST_KINDS:
         notes.append(
             "host RAM: the fixes turn off the offloads that put state in the node's RAM (their GPU cost in 'fits'); "
             "beyond them: fewer data-loader workers, or more RAM per node"
@@ -292,6 +298,7 @@ def _fixes(scenario: Scenario, report: Report, event: OomEvent) -> tuple[list[Fi
 def _summary(event: OomEvent, phase: str, component: str, matched: float | None) -> str:
     alloc = f"{event.allocation_gib:.2f} GiB" if event.allocation_gib is not None else "an allocation"
     pred = f"{matched:.2f} GiB predicted" if matched is not None else "no predicted size"
+    where = "" if phase == "host" else f" in {phase}"
     what = {
         "cuda_oom": f"{alloc} failed in {phase}",
         "vllm_startup_free_memory": f"vLLM could not start: it needs {alloc} free at start",
@@ -301,7 +308,8 @@ def _summary(event: OomEvent, phase: str, component: str, matched: float | None)
         "sglang_no_kv_cache": "SGLang has no memory left for its KV pool (mem_fraction_static)",
         "sglang_cuda_graph_oom": f"SGLang ran out of memory capturing its CUDA graphs ({alloc}) after the KV pool took "
         "its share (SGLang's advice: a smaller mem_fraction_static or cuda_graph_max_bs)",
-        "host_oom": f"Ray killed a worker for host memory ({alloc} used on the node) in {phase}",
+        "host_oom": f"Ray killed a worker for host memory ({alloc} used on the node){where}",
+        "host_oom_suspected": f"a Ray worker was killed by SIGKILL{where}, most likely by the kernel's OOM killer",
     }[event.kind]
     return f"{what}; closest predicted component: {component} ({pred})"
 
@@ -309,7 +317,7 @@ def _summary(event: OomEvent, phase: str, component: str, matched: float | None)
 def _resident(report: Report, event: OomEvent, phase: PhaseOut | None) -> dict[str, float]:
     """What the model says was resident: the failed phase's components; for an engine failure the rollout phase's
     (the trainer's resident state beside the engine); for a host kill the node's predicted RAM by component."""
-    if event.kind == "host_oom":
+    if event.kind in HOST_KINDS:
         comps = host_components_gib(report)
     else:
         where = phase or next((p for p in report.phases if p.name == "rollout"), None)

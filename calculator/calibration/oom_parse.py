@@ -18,7 +18,9 @@ Formats (each fixture in tests/calibration/fixtures/ cites the public issue it c
 * SGLang (``model_runner``): ``Not enough memory. Please try to increase --mem-fraction-static``; and at CUDA-graph
   capture (``cuda_graph_runner``): ``Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB...``.
 * Ray's memory monitor: ``Task was killed due to the node running low on memory. Memory on the node (...) was
-  59.49GB / 62.58GB (0.950744), which exceeds the memory usage threshold of 0.95``.
+  59.49GB / 62.58GB (0.950744), which exceeds the memory usage threshold of 0.95``; and a worker's death by SIGKILL,
+  for which Ray lists ``(1) The process is killed by SIGKILL by OOM killer due to high memory usage`` first
+  (``host_oom_suspected``: the kernel's OOM killer is likely, not certain).
 
 The phase comes from the verl functions in the stack (``compute_ref_log_prob``, ``update_policy``,
 ``generate_sequences``, ``wake_up``, ``update_weights``...), the most specific one present winning (a reference
@@ -91,6 +93,9 @@ _CUMEM = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp", re.
 _SGLANG_GRAPH = re.compile(r"Capture cuda graph failed: CUDA out of memory\. Tried to allocate " + _SIZE, re.IGNORECASE)
 _SGLANG = re.compile(r"Not enough memory\. Please try to (?:increase|decrease) --mem-fraction-static", re.IGNORECASE)
 _RAY = re.compile(r"Task was killed due to the node running low on memory", re.IGNORECASE)
+# Ray's report of a worker that died without a Python error; it names the kernel's OOM killer as the first of three
+# possible causes (python/ray/_private/worker.py / the raylet's exit detail).
+_RAY_SIGKILL = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage", re.IGNORECASE)
 _RAY_USAGE = re.compile(
     r"was ([\d.]+) ?GB / ([\d.]+) ?GB \(([\d.]+)\), which exceeds the memory usage threshold of "
     r"(\d+(?:\.\d+)?)",
@@ -271,7 +276,16 @@ def _engines(text: str, phase: str | None, frames: list[str]) -> OomEvent | None
 def _ray(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
     m = _RAY.search(text)
     if not m:
-        return None
+        k = _RAY_SIGKILL.search(text)
+        if k is None:
+            return None
+        return OomEvent(
+            kind="host_oom_suspected",
+            engine="ray",
+            phase=phase or "host",
+            frames=frames,
+            message=_line_of(text, k.start()),
+        )
     u = _RAY_USAGE.search(text, m.end())
     return OomEvent(
         kind="host_oom",

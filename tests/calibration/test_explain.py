@@ -36,6 +36,7 @@ def test_every_fixture_cites_a_public_source() -> None:
         ("ray_host_oom_update_actor.txt", "host_oom", "ray", "update_actor", 59.49),
         ("torch_update_actor_backward.txt", "cuda_oom", "torch", "update_actor", 2.12),
         ("sglang_cuda_graph_capture.txt", "sglang_cuda_graph_oom", "sglang", "rollout", 448 / 1024),
+        ("ray_worker_sigkill_init.txt", "host_oom_suspected", "ray", "host", None),
     ],
 )
 def test_parse_fixtures(name: str, kind: str, engine: str, phase: str, alloc: float | None) -> None:
@@ -150,6 +151,7 @@ EXPLAINED = [
     ("sglang_not_enough_memory.txt", "rollout", "kv_cache"),
     ("sglang_cuda_graph_capture.txt", "rollout", "cuda_graphs"),
     ("ray_host_oom_update_actor.txt", "update_actor", "host_ram_used_per_node"),
+    ("ray_worker_sigkill_init.txt", "host", "host_ram_used_per_node"),
 ]
 
 
@@ -161,7 +163,7 @@ def test_every_fixture_is_explained(name: str, phase: str, component: str) -> No
     assert e.component.startswith(component)
     assert e.matched_gib is not None and e.matched_gib > 0
     assert e.resident_gib and all(v > 0 for v in e.resident_gib.values())
-    if e.event.kind == "host_oom":
+    if e.event.kind in ("host_oom", "host_oom_suspected"):
         assert e.fixes == [] and any("host RAM" in n for n in e.notes)
     else:
         assert e.fixes and [f.rank for f in e.fixes] == list(range(1, len(e.fixes) + 1))

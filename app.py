@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import hardening, keys, state
+from ui import hardening, keys, profiles, state
 from ui.i18n import LANG_NAMES, LANGS, tr
 
 # The icon ships with the app: a ":material/...:" page icon makes every browser fetch it from fonts.gstatic.com.
@@ -19,6 +19,7 @@ st.set_page_config(page_title="rlplan", page_icon=str(ICON), layout="wide", init
 hardening.harden()
 state.init_session()
 state.sanitize_widgets()  # every widget value is user input: checked before any page reads it
+profiles.apply_link()  # a link's calibration profile (``cal``), once per distinct value
 L = state.lang()
 
 pages = [

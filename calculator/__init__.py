@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         profile_overrides,
         profile_yaml,
         save_team_profile,
+        team_profile_exists,
         team_profiles,
+        validate_fitted,
     )
     from calculator.errors import InputError
     from calculator.inputs.algorithms import (
@@ -92,6 +94,8 @@ _EXPORTS: dict[str, str] = {
     "profile_yaml": "calculator.calibration.profile",
     "save_team_profile": "calculator.calibration.profile",
     "team_profiles": "calculator.calibration.profile",
+    "validate_fitted": "calculator.calibration.profile",
+    "team_profile_exists": "calculator.calibration.profile",
     "role_settings": "calculator.inputs.algorithms",
     "MAX_LOG_BYTES": "calculator.inputs.limits",
     "MAX_TRACEBACK_BYTES": "calculator.inputs.limits",
@@ -241,6 +245,8 @@ __all__ = [
     "profile_yaml",
     "save_team_profile",
     "summarize",
+    "validate_fitted",
+    "team_profile_exists",
     "team_profiles",
     # verl
     "ConfigProblem",

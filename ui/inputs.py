@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from calculator import ALGORITHMS, model_families
-from ui import keys, state, text
+from ui import keys, profiles, state, text
 from ui.fields import FieldSpec, coerce, encode_value, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
 from ui.options import gpu_ids, gpu_label, model_ids, model_label
@@ -327,6 +327,7 @@ def render_sidebar(built: state.Built) -> None:
             persist_state=PERSIST,
             help=tr(L, "input.preset_help"),
         )
+        profiles.render_selector()  # calibration profiles (ui/profiles.py)
         if general:
             st.error("\n\n".join(text.md(g) for g in general), icon=":material/warning:")
         with st.expander(tr(L, "section.model"), expanded=True):

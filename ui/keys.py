@@ -121,4 +121,12 @@ CAL_PROFILE = "cal_profile"
 CAL_PROFILE_APPLY = "cal_profile_apply"
 CAL_OOM_TEXT = "cal_oom_text"
 CAL_OOM_UPLOAD = "cal_oom_upload"
+CAL_NAME = "cal_name"  # optional profile name typed before saving
+CAL_PENDING = "cal_pending"  # id of a profile whose save waits for the overwrite confirmation
+CAL_OVERWRITE = "cal_overwrite"
+# the sidebar's profile selector (ui/profiles.py), on every page
+CAL_SELECT = "cal_select"
+CAL_ACTIVE = "cal_active"  # label of the profile last applied
+CAL_LINKED = "cal_linked"  # label -> fitted values of profiles a link brought (not in the team directory)
+CAL_LINK_SEEN = "cal_link_seen"  # the last ``cal`` link parameter applied (applied once per distinct value)
 CHART_PLACEMENT = "chart_placement"  # ui/placement.py: the split placement's timeline

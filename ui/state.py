@@ -70,7 +70,7 @@ __all__ = [  # the names pages and tests read from here (defined in ui.catalogue
 ]
 
 # URL parameters that are not scenario fields (cmp, script: packed by ui/linkcodec.py, read by their pages).
-UI_PARAMS = ("preset", "lang", "algo", "size", "base", "cmp", "script")
+UI_PARAMS = ("preset", "lang", "algo", "size", "base", "cmp", "script", "cal")  # cal: ui/profiles.py
 MAX_URL_PARAMS = 200  # a link with more parameters than the scenario has fields is not one we wrote
 # A config.json in the share link (the query string the app writes into the address bar), URL-encoded. Proxies
 # and browsers cut URLs near 8 KB and the other parameters take well under 1 KiB; a longer config.json is left
@@ -443,7 +443,9 @@ def url_params(built: Built) -> dict[str, str]:
         params["base"] = str(ss.get(keys.MODEL_SIZE_FAMILY, ""))
     if "model.config" in params and not fits_in_link(params["model.config"]):
         del params["model.config"]  # too long for a link: the sidebar says to share the config.json file
-    return params
+    from ui.profiles import url_param  # the applied calibration profile (imports this module)
+
+    return params | url_param()
 
 
 def fits_in_link(config_text: str) -> bool:

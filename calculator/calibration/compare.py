@@ -28,6 +28,7 @@ from calculator.report.models import Report
 
 FRAGMENTATION_FIELD = "overheads.fragmentation_fraction"
 GAP_TO_EXPLAIN = 0.10  # a phase more than 10 % off gets its mechanism terms spelled out
+MAX_ALLOCATED_MISMATCH = 0.25  # fragmentation is fitted only when the allocated peak is predicted within 25 %
 
 
 class _Frozen(BaseModel):
@@ -151,10 +152,22 @@ def _memory(report: Report, measured: Measured) -> MemoryComparison:
 
 
 def host_ram_gib(report: Report) -> float | None:
-    """The report's predicted host RAM per node (DESIGN.md 6.5 ``host.ram_gib_per_node``), None in a build without
-    the host model."""
+    """The report's predicted host RAM used per node (DESIGN.md 6.5 ``host.total_gib_per_node``: offloaded state,
+    process and node baselines; ``ram_gib_per_node`` is the node's capacity, not a prediction), None in a build
+    without the host model."""
+    return _host_field(report, "total_gib_per_node")
+
+
+def host_components_gib(report: Report) -> dict[str, float]:
+    """The predicted host RAM per node by component (``host.components``), empty without the host model."""
     host = getattr(report, "host", None)
-    value = host.get("ram_gib_per_node") if isinstance(host, dict) else getattr(host, "ram_gib_per_node", None)
+    comps = host.get("components") if isinstance(host, dict) else getattr(host, "components", None)
+    return {str(k): float(v) for k, v in (comps or {}).items() if isinstance(v, int | float)}
+
+
+def _host_field(report: Report, name: str) -> float | None:
+    host = getattr(report, "host", None)
+    value = host.get(name) if isinstance(host, dict) else getattr(host, name, None)
     return float(value) if isinstance(value, int | float) else None
 
 
@@ -169,18 +182,33 @@ def _host(report: Report, measured: Measured) -> HostComparison:
     return HostComparison(predicted_gib=predicted, measured_gib=used, note=note)
 
 
-def fit_fragmentation(scenario: Scenario, memory: MemoryComparison) -> tuple[float, str] | None:
-    """``overheads.fragmentation_fraction`` from the logged reserved - allocated gap, or None."""
+def fragmentation_fit(scenario: Scenario, memory: MemoryComparison) -> tuple[float | None, str]:
+    """(``overheads.fragmentation_fraction`` from the logged reserved - allocated gap, how) or (None, why not).
+    Refused when the predicted allocated peak is more than ``MAX_ALLOCATED_MISMATCH`` from the logged one: the gap is
+    divided by the predicted transient tensors, which are then not the run's (the scenario does not match it)."""
     if memory.measured_gib is None or memory.measured_reserved_gib is None:
-        return None
+        return None, "the log has no perf/max_memory_allocated_gb and perf/max_memory_reserved_gb"
+    mismatch = memory.predicted_gib / memory.measured_gib - 1 if memory.measured_gib > 0 else math.inf
+    if abs(mismatch) > MAX_ALLOCATED_MISMATCH:
+        return None, (
+            f"the predicted allocated peak ({memory.predicted_gib:.1f} GiB) is {mismatch:+.0%} off the logged "
+            f"{memory.measured_gib:.1f} GiB: the scenario does not match the run's memory (check the launch script), "
+            "so its transient tensors cannot scale the logged reserved - allocated gap"
+        )
     current = scenario.overheads.fragmentation_fraction
     frag_gib = memory.predicted_reserved_gib - memory.predicted_gib
     if current <= 0 or frag_gib <= 0:
-        return None
+        return None, "the scenario predicts no fragmentation term to scale (fragmentation_fraction 0)"
     transient_gib = frag_gib / current
     gap = max(memory.measured_reserved_gib - memory.measured_gib, 0.0)
     value = min(max(gap / transient_gib, 0.0), 1.0)
     return value, f"reserved - allocated {gap:.2f} GiB over {transient_gib:.2f} GiB of transient trainer tensors"
+
+
+def fit_fragmentation(scenario: Scenario, memory: MemoryComparison) -> tuple[float, str] | None:
+    """:func:`fragmentation_fit` as (value, how), or None when it is refused."""
+    value, how = fragmentation_fit(scenario, memory)
+    return None if value is None else (value, how)
 
 
 def _fitted_detail(result: FitResult, theta0: dict[str, float], params: tuple[FitParam, ...]) -> list[FittedValue]:
@@ -237,12 +265,12 @@ def calibrate(scenario: Scenario, measured: Measured, params: tuple[FitParam, ..
     memory = _memory(report, measured)
     fitted = {f: v for f, v in result.values.items()}
     refused = dict(result.refused)
-    frag = fit_fragmentation(scen, memory)
+    frag, how = fragmentation_fit(scen, memory)
     if frag is not None:
-        fitted[FRAGMENTATION_FIELD] = frag[0]
-        notes.append(f"{FRAGMENTATION_FIELD}: {frag[1]}")
+        fitted[FRAGMENTATION_FIELD] = frag
+        notes.append(f"{FRAGMENTATION_FIELD}: {how}")
     else:
-        refused[FRAGMENTATION_FIELD] = "the log has no perf/max_memory_allocated_gb and perf/max_memory_reserved_gb"
+        refused[FRAGMENTATION_FIELD] = how
     return Calibration(
         phases=phases,
         step={

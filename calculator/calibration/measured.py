@@ -24,6 +24,7 @@ from calculator.errors import InputError
 
 PHASE_OF_TIMER: dict[str, str] = {
     "gen": "rollout",
+    "generate_async": "rollout",  # experimental/one_step_off_policy/ray_trainer.py: the awaited generation
     "reward": "reward",
     "old_log_prob": "old_log_prob",
     "ref": "ref_log_prob",
@@ -31,6 +32,27 @@ PHASE_OF_TIMER: dict[str, str] = {
     "update_critic": "update_critic",
     "update_actor": "update_actor",
     "update_weights": "weight_sync",
+    "sync_rollout_weights": "weight_sync",  # one_step_off_policy: the NCCL broadcast to the rollout pool
+    "param_sync": "weight_sync",  # fully_async_trainer.py: marked_timer("timing_s/param_sync")
+}
+# Every other timer verl 0.9.1 records (``marked_timer`` in trainer/ppo/ray_trainer.py, trainer/ppo/v1/*.py,
+# experimental/{one_step_off,fully_async}_policy/*.py) and why it is no phase of the model; each is reported as
+# measured ("unmodelled_s"). No ``reshard`` timer exists in verl 0.5-0.9.1 (the resharding is inside
+# ``update_weights`` / the sharding manager's wake-up, i.e. the weight_sync phase).
+NOT_A_PHASE: dict[str, str] = {
+    "step": "the whole step (compared with the predicted step)",
+    "adv": "advantage estimation on the driver (CPU, milliseconds); not modelled",
+    "testing": "validation, outside the training step",
+    "save_checkpoint": "checkpointing, outside the training step",
+    "start_profile": "profiler control",
+    "stop_profile": "profiler control",
+    "dump_rollout_generations": "writes the generations to disk",
+    "switch_to_rollout": "separate_async hybrid: engine wake-up / balancer registration (no phase of its own)",
+    "switch_to_trainer": "separate_async hybrid: engine sleep / abort",
+    "switch_wait": "separate_async: waiting for the pool switch",
+    "wait_for_enough_samples": "fully_async trainer idle, waiting for the rollouter",
+    "wait_prev_gen": "one_step_off (older recipe): waiting for the previous step's generation",
+    "gen (trainer wait)": "fully_async: the trainer's wait for samples (logged as timing_s/gen)",
 }
 OUTSIDE_STEP_TIMERS = ("testing", "save_checkpoint", "start_profile", "stop_profile", "dump_rollout_generations")
 MAD_TO_SIGMA = 1.4826  # normal-consistent MAD (Rousseeuw & Croux 1993)
@@ -81,7 +103,10 @@ class Measured:
 
 
 def _timed_steps(log: RunLog) -> list[int]:
-    return [s for s in log.step_numbers if any(k.startswith("timing_s/") for k in log.steps[s])]
+    """Training steps: those with ``timing_s/step`` when the log has it (a validation-only step, e.g. step 0 with
+    ``timing_s/testing``, is not a training step), else those with any ``timing_s/*``."""
+    stepped = [s for s in log.step_numbers if "timing_s/step" in log.steps[s]]
+    return stepped or [s for s in log.step_numbers if any(k.startswith("timing_s/") for k in log.steps[s])]
 
 
 def _collect(log: RunLog, steps: list[int], key: str) -> Stat | None:
@@ -110,21 +135,47 @@ def _split_warmup(timed: list[int], warmup: int | None) -> tuple[list[int], list
     return timed[:warmup], timed[warmup:], notes
 
 
+def _timer_values(log: RunLog, kept: list[int]) -> dict[str, list[float]]:
+    """Timer name -> values over the kept steps; ``timing_s/timing_s/param_sync`` (fully_async's trainer names its
+    timer ``timing_s/param_sync``) is read as ``param_sync``."""
+    out: dict[str, list[float]] = {}
+    for s in kept:
+        for k, v in log.steps[s].items():
+            if k.startswith("timing_s/"):
+                name = k
+                while name.startswith("timing_s/"):
+                    name = name.removeprefix("timing_s/")
+                out.setdefault(name, []).append(v)
+    return out
+
+
+def _phase_stats(log: RunLog, kept: list[int]) -> tuple[dict[str, Stat], dict[str, Stat], list[str]]:
+    """(phase stats, other timers' stats, notes). In a fully_async trainer's log (``fully_async/*`` metrics),
+    ``timing_s/gen`` is the trainer's wait for samples (``detach_utils.py``: ``idle_ratio = gen / step``), not the
+    rollout: it is reported as ``gen (trainer wait)``."""
+    values = _timer_values(log, kept)
+    fully_async = any(k.startswith("fully_async/") for s in kept for k in log.steps[s])
+    notes: list[str] = []
+    if fully_async and "gen" in values:
+        values["gen (trainer wait)"] = values.pop("gen")
+        notes.append("fully_async log: timing_s/gen is the trainer's wait for samples, not the rollout's time")
+    phases: dict[str, Stat] = {}
+    for t, p in PHASE_OF_TIMER.items():  # the first timer present for a phase (gen before generate_async)
+        if p not in phases and t in values:
+            phases[p] = robust(values[t])  # type: ignore[assignment]
+    known = set(PHASE_OF_TIMER) | {"step"}
+    other_s = {t: robust(v) for t, v in sorted(values.items()) if t not in known}
+    return phases, {k: v for k, v in other_s.items() if v is not None}, notes
+
+
 def summarize(log: RunLog, warmup: int | None = None) -> Measured:
     """Robust statistics of a parsed log after dropping ``warmup`` steps (default: 1 when at least 3 are timed)."""
     timed = _timed_steps(log)
     if not timed:
         raise InputError("log: no step has timing_s/* metrics (verl logs them for every training step)")
     dropped, kept, notes = _split_warmup(timed, warmup)
-    phases = {p: st for t, p in PHASE_OF_TIMER.items() if (st := _collect(log, kept, f"timing_s/{t}")) is not None}
-    known = set(PHASE_OF_TIMER) | {"step"}
-    others = {
-        k.removeprefix("timing_s/")
-        for s in kept
-        for k in log.steps[s]
-        if k.startswith("timing_s/") and k.removeprefix("timing_s/") not in known
-    }
-    other_s = {t: st for t in sorted(others) if (st := _collect(log, kept, f"timing_s/{t}")) is not None}
+    phases, other_s, more = _phase_stats(log, kept)
+    notes += more
     return Measured(
         steps_used=tuple(kept),
         warmup_steps=tuple(dropped),

@@ -5,7 +5,8 @@ Formats (each fixture in tests/calibration/fixtures/ cites the public issue it c
 * PyTorch >= 2.1 (``c10/cuda/CUDACachingAllocator.cpp``): ``CUDA out of memory. Tried to allocate 13.91 GiB. GPU 0
   has a total capacity of 79.11 GiB of which 8.85 GiB is free. [Process N has X GiB memory in use. | Including
   non-PyTorch memory, this process has X GiB memory in use.] Of the allocated memory 60.49 GiB is allocated by
-  PyTorch, and 6.77 GiB is reserved by PyTorch but unallocated.``; before 2.1: ``Tried to allocate 1024.00 MiB
+  PyTorch, and 6.77 GiB is reserved by PyTorch but unallocated.`` (torch >= 2.4 may insert ``, with X allocated in
+  private pools (e.g., CUDA Graphs)`` before ``and``; a pasted message wrapped mid-word is joined); before 2.1: ``Tried to allocate 1024.00 MiB
   (GPU 0; 8.00 GiB total capacity; 12.19 GiB already allocated; 0 bytes free; 12.68 GiB reserved in total by
   PyTorch)``.
 * vLLM V1 (``vllm/v1/worker/gpu_worker.py`` ``init_device``; ``vllm/v1/core/kv_cache_utils.py``): ``Free memory on
@@ -14,9 +15,12 @@ Formats (each fixture in tests/calibration/fixtures/ cites the public issue it c
   (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB)``.
 * vLLM's sleep-mode allocator waking the engine (``vllm/device_allocator/cumem.py``): ``CUDA Error: out of memory
   at /workspace/csrc/cumem_allocator.cpp:62`` (no size printed).
-* SGLang (``model_runner``): ``Not enough memory. Please try to increase --mem-fraction-static``.
+* SGLang (``model_runner``): ``Not enough memory. Please try to increase --mem-fraction-static``; and at CUDA-graph
+  capture (``cuda_graph_runner``): ``Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB...``.
 * Ray's memory monitor: ``Task was killed due to the node running low on memory. Memory on the node (...) was
-  59.49GB / 62.58GB (0.950744), which exceeds the memory usage threshold of 0.95``.
+  59.49GB / 62.58GB (0.950744), which exceeds the memory usage threshold of 0.95``; and a worker's death by SIGKILL,
+  for which Ray lists ``(1) The process is killed by SIGKILL by OOM killer due to high memory usage`` first
+  (``host_oom_suspected``: the kernel's OOM killer is likely, not certain).
 
 The phase comes from the verl functions in the stack (``compute_ref_log_prob``, ``update_policy``,
 ``generate_sequences``, ``wake_up``, ``update_weights``...), the most specific one present winning (a reference
@@ -48,7 +52,9 @@ _TORCH_NEW = re.compile(
 _TORCH_ALLOCATED = re.compile(
     r"Of the allocated memory "
     + _SIZE
-    + r" is allocated by PyTorch, and "
+    + r" is allocated by PyTorch, (?:with "
+    + _SIZE
+    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and "
     + _SIZE
     + r" is reserved by PyTorch but unallocated",
     re.IGNORECASE,
@@ -84,8 +90,12 @@ _VLLM_MAX_SEQ_OLD = re.compile(
 )
 _VLLM_NO_CACHE = re.compile(r"No available memory for the cache blocks", re.IGNORECASE)
 _CUMEM = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp", re.IGNORECASE)
+_SGLANG_GRAPH = re.compile(r"Capture cuda graph failed: CUDA out of memory\. Tried to allocate " + _SIZE, re.IGNORECASE)
 _SGLANG = re.compile(r"Not enough memory\. Please try to (?:increase|decrease) --mem-fraction-static", re.IGNORECASE)
 _RAY = re.compile(r"Task was killed due to the node running low on memory", re.IGNORECASE)
+# Ray's report of a worker that died without a Python error; it names the kernel's OOM killer as the first of three
+# possible causes (python/ray/_private/worker.py / the raylet's exit detail).
+_RAY_SIGKILL = re.compile(r"killed by SIGKILL by OOM killer due to high memory usage", re.IGNORECASE)
 _RAY_USAGE = re.compile(
     r"was ([\d.]+) ?GB / ([\d.]+) ?GB \(([\d.]+)\), which exceeds the memory usage threshold of "
     r"(\d+(?:\.\d+)?)",
@@ -98,7 +108,17 @@ PHASE_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("critic_values", ("compute_values",)),
     ("update_critic", ("update_critic",)),
     ("update_actor", ("update_policy", "update_actor", "train_mini_batch")),
-    ("weight_sync", ("update_weights", "sync_rollout_weights", "load_weights", "get_per_tensor_param")),
+    (
+        "weight_sync",
+        (
+            "update_weights",
+            "sync_rollout_weights",
+            "sync_model_weights",
+            "load_weights",
+            "load_dtensor_weights",
+            "get_per_tensor_param",
+        ),
+    ),
     ("old_log_prob", ("compute_log_prob", "compute_old_log_prob")),
     ("rollout", ("generate_sequences", "wake_up", "_initialize_kv_caches", "determine_available_memory", "resume")),
 )
@@ -146,7 +166,7 @@ def _line_of(text: str, start: int) -> str:
 def _torch(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
     m = _TORCH_NEW.search(text)
     if m:
-        a = _TORCH_ALLOCATED.search(text, m.end())
+        a = _TORCH_ALLOCATED.search(text.replace("\n", ""))  # a pasted message may be wrapped mid-word
         logits = next((f for f in LOGITS_FUNCTIONS if re.search(rf"\b{f}\b", text)), None)
         return OomEvent(
             kind="cuda_oom",
@@ -158,7 +178,7 @@ def _torch(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
             total_gib=_gib(m[4], m[5]),
             free_gib=_gib(m[6], m[7]),
             allocated_by_pytorch_gib=_gib(a[1], a[2]) if a else None,
-            reserved_unallocated_gib=_gib(a[3], a[4]) if a else None,
+            reserved_unallocated_gib=_gib(a[5], a[6]) if a else None,
             message=_line_of(text, m.start()),
         )
     m = _TORCH_OLD.search(text)
@@ -231,6 +251,16 @@ def _engines(text: str, phase: str | None, frames: list[str]) -> OomEvent | None
             frames=frames,
             message=_line_of(text, m.start()),
         )
+    m = _SGLANG_GRAPH.search(text)
+    if m:  # sglang model_runner.init_cuda_graphs: capturing the decode graphs after the KV pool took its share
+        return OomEvent(
+            kind="sglang_cuda_graph_oom",
+            engine="sglang",
+            phase="rollout",
+            frames=frames,
+            allocation_gib=_gib(m[1], m[2]),
+            message=_line_of(text, m.start()),
+        )
     m = _SGLANG.search(text)
     if m:
         return OomEvent(
@@ -246,7 +276,16 @@ def _engines(text: str, phase: str | None, frames: list[str]) -> OomEvent | None
 def _ray(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
     m = _RAY.search(text)
     if not m:
-        return None
+        k = _RAY_SIGKILL.search(text)
+        if k is None:
+            return None
+        return OomEvent(
+            kind="host_oom_suspected",
+            engine="ray",
+            phase=phase or "host",
+            frames=frames,
+            message=_line_of(text, k.start()),
+        )
     u = _RAY_USAGE.search(text, m.end())
     return OomEvent(
         kind="host_oom",

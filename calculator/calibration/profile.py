@@ -27,12 +27,15 @@ from calculator.inputs.limits import MAX_PRESET_FILES
 from calculator.inputs.presets import EXTRA_PRESETS_ENV, extra_presets_dir
 from calculator.inputs.readers import dump_yaml, read_mapping_file, read_yaml_text, write_new_text_file
 from calculator.inputs.scenario import Scenario
+from calculator.verl.export import format_overrides
 
 PROFILE_KIND = "rlplan-calibration"
 CALIBRATIONS_DIR = "calibrations"
 BOUNDS: dict[str, tuple[float, float]] = {fp.field: (fp.lower, fp.upper) for fp in FIT_PARAMS} | {
     FRAGMENTATION_FIELD: (0.0, 1.0)
 }
+MAX_LAUNCH_LINES = 400
+MAX_LAUNCH_LINE_CHARS = 400
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -46,6 +49,20 @@ class ProfileSource(BaseModel):
     algorithm: str = Field(default="", max_length=40)
     log: str = Field(default="", max_length=300, description="Name of the log file the values were fitted on.")
     steps_used: int = Field(default=0, ge=0)
+    lengths: dict[str, int] = Field(default_factory=dict, description="The logged mean lengths the fit used.")
+    launch: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LAUNCH_LINES,
+        description="The source run's verl settings (key=value, as `export --format overrides` writes them).",
+    )
+
+    @field_validator("launch")
+    @classmethod
+    def _launch(cls, v: list[str]) -> list[str]:
+        for line in v:
+            if len(line) > MAX_LAUNCH_LINE_CHARS or "=" not in line or "\n" in line:
+                raise ValueError(f"each line is one key=value of at most {MAX_LAUNCH_LINE_CHARS} characters")
+        return v
 
 
 class CalibrationProfile(BaseModel):
@@ -89,6 +106,26 @@ class CalibrationProfile(BaseModel):
         return v
 
 
+def validate_fitted(data: Any, what: str = "calibration") -> dict[str, float]:
+    """Fitted values from outside (a dashboard link): a mapping of calibrated fields (:data:`BOUNDS`) to numbers
+    inside their bounds, checked as a profile file's ``fitted`` is. Raises :class:`InputError` naming ``what``."""
+    if not isinstance(data, dict) or not data or len(data) > len(BOUNDS):
+        raise InputError(f"{what}: fitted values must be a mapping of at most {len(BOUNDS)} calibrated fields")
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        if key not in BOUNDS:
+            raise InputError(
+                f"{what}: {str(key)[:80]!r} is not a calibrated field (allowed: {', '.join(sorted(BOUNDS))})"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{what}: {key} must be a number")
+        lo, hi = BOUNDS[key]
+        if not lo <= value <= hi:
+            raise InputError(f"{what}: {key} = {value} is outside [{lo}, {hi}]")
+        out[key] = float(value)
+    return out
+
+
 def profile_overrides(profile: CalibrationProfile) -> dict[str, Any]:
     """The profile as native scenario overrides (``load_scenario(..., overrides)``)."""
     return dict(profile.fitted)
@@ -99,18 +136,27 @@ def _slug(text: str) -> str:
 
 
 def make_profile(
-    scenario: Scenario, calibration: Calibration, *, log_name: str = "", today: dt.date | None = None
+    scenario: Scenario,
+    calibration: Calibration,
+    *,
+    log_name: str = "",
+    today: dt.date | None = None,
+    name: str = "",
 ) -> CalibrationProfile:
-    """A profile from a calibration; its id is generated (model, GPU, count, date and a content hash)."""
+    """A profile from a calibration. Its id is generated (model, GPU, count, date and a content hash), or, when the
+    user gives a ``name``, that name sanitised (letters and digits joined by '-', at most 40 characters): the id is
+    the team file's name, so nothing else of a typed name reaches the file system."""
     today = today or dt.date.today()
     fitted = {k: round(v, 6) for k, v in calibration.fitted.items()}
     digest = hashlib.sha256(repr(sorted(fitted.items())).encode()).hexdigest()[:8]
     model = scenario.model.path or "model"
     hw = scenario.hardware
     pid = f"{_slug(model)}-{_slug(hw.gpu)}x{hw.num_gpus}-{today.isoformat()}-{digest}"
+    if name.strip():
+        pid = _slug(name[:200])
     return CalibrationProfile(
         id=pid,
-        name=f"{model} on {hw.num_gpus} x {hw.gpu}, calibrated {today.isoformat()}",
+        name=name.strip()[:200] or f"{model} on {hw.num_gpus} x {hw.gpu}, calibrated {today.isoformat()}",
         created=today,
         source=ProfileSource(
             model=model,
@@ -120,12 +166,21 @@ def make_profile(
             algorithm=str(scenario.algorithm.adv_estimator),
             log=Path(log_name).name[:300] if log_name else "",
             steps_used=len(calibration.steps_used),
+            lengths=dict(calibration.lengths),
+            launch=_launch_lines(scenario),
         ),
         fitted=fitted,
         uncertainty={d.field: round(d.uncertainty, 6) for d in calibration.fitted_detail},
         residuals={k: round(v, 4) for k, v in calibration.residuals.items()},
         refused=dict(calibration.refused),
     )
+
+
+def _launch_lines(scenario: Scenario) -> list[str]:
+    """The scenario's verl settings as ``key=value`` lines (bounded; a line too long for a profile is left out)."""
+    text = format_overrides(scenario, "overrides")
+    lines = [ln for ln in text.splitlines() if "=" in ln and len(ln) <= MAX_LAUNCH_LINE_CHARS]
+    return lines[:MAX_LAUNCH_LINES]
 
 
 def profile_yaml(profile: CalibrationProfile) -> str:
@@ -184,11 +239,18 @@ def load_profile(ref: str) -> CalibrationProfile:
     return parse_profile(read_mapping_file(ref, what), what)
 
 
-def save_team_profile(profile: CalibrationProfile) -> Path:
-    """Write ``profile`` into the team directory as ``<id>.yaml`` (the name is generated from the profile, never
-    taken from a user; an existing file is never overwritten). Raises :class:`InputError` when
-    ``$RLPLAN_PRESETS_DIR`` is not set."""
+def team_profile_exists(profile_id: str) -> bool:
+    """Whether the team directory already has ``<profile_id>.yaml`` (the id is a validated profile id)."""
+    d = team_dir()
+    return d is not None and _ID_RE.match(profile_id) is not None and (d / f"{profile_id}.yaml").is_file()
+
+
+def save_team_profile(profile: CalibrationProfile, *, overwrite: bool = False) -> Path:
+    """Write ``profile`` into the team directory as ``<id>.yaml`` (the id is validated: a plain file name). An
+    existing file is overwritten only with ``overwrite=True`` (the user confirmed). Raises :class:`InputError` when
+    ``$RLPLAN_PRESETS_DIR`` is not set or the file exists."""
     d = team_dir()
     if d is None:
         raise InputError(f"saving a team profile needs ${EXTRA_PRESETS_ENV} (the team's preset directory)")
-    return write_new_text_file(d, f"{profile.id}.yaml", profile_yaml(profile), "calibration profile")
+    text = profile_yaml(profile)
+    return write_new_text_file(d, f"{profile.id}.yaml", text, "calibration profile", replace=overwrite)

@@ -1,7 +1,7 @@
 """``python -m calculator calibrate`` and ``explain-oom`` (DESIGN.md 6.5, issue 16).
 
     python -m calculator calibrate [SCENARIO] [estimate's options] --log run.log [--log-format console|jsonl|csv]
-        [--warmup-steps N] [--save profile.yaml] [--json]
+        [--warmup-steps N] [--save profile.yaml [--overwrite]] [--json]
     python -m calculator explain-oom [SCENARIO] [estimate's options] --traceback error.txt [--json]
 
 Every other command that takes a scenario also takes ``--calibration FILE|ID`` (a saved profile; see
@@ -25,7 +25,7 @@ from calculator.cli.scenario import scenario_from_args
 from calculator.cli.terminal import one_line, out
 from calculator.errors import InputError
 from calculator.inputs.limits import MAX_LOG_BYTES, MAX_TRACEBACK_BYTES
-from calculator.inputs.readers import read_file_text
+from calculator.inputs.readers import read_file_text, write_new_text_file
 
 ScenarioFromArgs = Callable[[argparse.Namespace], tuple[Any, list[str]]]
 
@@ -103,10 +103,14 @@ def calibrate_main(args: argparse.Namespace, scenario_from_args: ScenarioFromArg
     result = calibrate(scenario, measured)
     if args.save:
         profile = make_profile(scenario, result, log_name=args.log)
-        try:
-            Path(args.save).write_text(profile_yaml(profile), encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"--save {args.save}: cannot write ({exc.__class__.__name__})") from None
+        save = Path(args.save)
+        try:  # through the bounded writer: a plain file name, never through a symbolic link
+            write_new_text_file(
+                save.parent, save.name, profile_yaml(profile), f"--save {args.save}", replace=args.overwrite
+            )
+        except InputError as err:
+            hint = "" if args.overwrite else " (add --overwrite to replace it)"
+            raise InputError([p + (hint if p.endswith("already exists") else "") for p in err.problems]) from None
     if args.json:
         out(json.dumps(calibration_json(result), indent=2))
     else:

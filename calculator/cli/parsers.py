@@ -60,6 +60,7 @@ def _add_calibrate_parsers(sub: Any) -> None:
     cp.add_argument("--log-format", choices=["console", "jsonl", "csv"], help="log format (default: detected)")
     cp.add_argument("--warmup-steps", type=int, help="first timed steps to drop (default 1 when >= 3 steps)")
     cp.add_argument("--save", metavar="FILE", help="write the fitted values as a calibration profile (YAML)")
+    cp.add_argument("--overwrite", action="store_true", help="let --save replace an existing file")
     ep = sub.add_parser("explain-oom", help="explain a real out-of-memory error against the prediction")
     _add_scenario_options(ep)
     ep.add_argument("--traceback", required=True, metavar="FILE", help="the error text (PyTorch, vLLM, SGLang, Ray)")

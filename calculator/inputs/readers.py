@@ -381,11 +381,14 @@ def read_mapping_file(
 _SAFE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def write_new_text_file(directory: str | Path, name: str, text: str, what: str = "file") -> Path:
+def write_new_text_file(
+    directory: str | Path, name: str, text: str, what: str = "file", *, replace: bool = False
+) -> Path:
     """Create ``directory/name`` holding ``text`` (UTF-8) and return its path. ``name`` is a plain file name
     (letters, digits, ``.``, ``_``, ``-``; no path separator, not starting with ``.``), the file must not exist
     (``O_EXCL``: an existing file or a planted symbolic link is never overwritten or followed), the directory is
-    created if missing, and the text is at most ``MAX_INPUT_BYTES``."""
+    created if missing, and the text is at most ``MAX_INPUT_BYTES``. ``replace=True`` (a confirmed overwrite) first
+    removes an existing regular file of that name (never a symbolic link, never a directory)."""
     if not name or name.startswith(".") or len(name) > 200 or not set(name) <= _SAFE_NAME_CHARS:
         raise InputError(f"{what}: {name!r} is not a plain file name")
     data = text.encode("utf-8")
@@ -393,6 +396,9 @@ def write_new_text_file(directory: str | Path, name: str, text: str, what: str =
         raise RefusedInput(f"{what}: larger than {size_text(MAX_INPUT_BYTES)}")
     d = Path(directory)
     try:
+        old = d / name
+        if replace and old.is_file() and not old.is_symlink():
+            old.unlink()
         d.mkdir(parents=True, exist_ok=True)
         fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except FileExistsError:

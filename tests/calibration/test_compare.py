@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from calculator import estimate, load_scenario
@@ -86,3 +88,25 @@ def test_weight_sync_with_unmodelled_wake_up_does_not_pull_the_rollout_fit() -> 
     assert c.fitted["efficiency.engine_wake_sleep_s"] > 2 * 2.0  # default 2 s
     other = next(f for f in ROLLOUT_RATES if f != rate)
     assert other in c.refused and "cannot be separated" in c.refused[other]
+
+
+def test_the_logged_mean_lengths_drive_the_prediction() -> None:
+    # wandb fixture: prompt_length/mean median 104.7 -> 105, response_length/mean median 301.2 -> 301
+    text = (Path(__file__).parent / "fixtures" / "wandb_export_history.csv").read_text()
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    c = calibrate(s, summarize(parse_log(text)))
+    assert c.lengths == {"mean_prompt_length": 105, "mean_response_length": 301}
+    expected = estimate(load_scenario(s, {"data.mean_prompt_length": 105, "data.mean_response_length": 301}))
+    rollout = next(p for p in c.phases if p.name == "rollout")
+    assert rollout.predicted_s == pytest.approx(expected.time.phases_s["rollout"])
+
+
+def test_fragmentation_is_refused_when_the_allocated_peak_does_not_match() -> None:
+    # the wandb fixture logs 62.45 GiB allocated; this scenario predicts far less (a different run's memory):
+    # dividing the logged 29 GiB reserved gap by this scenario's transient tensors would fit a meaningless value
+    text = (Path(__file__).parent / "fixtures" / "wandb_export_history.csv").read_text()
+    c = calibrate(load_scenario("qwen2.5-7b-grpo-8xh100"), summarize(parse_log(text)))
+    assert c.memory.measured_gib == 62.451
+    assert abs(c.memory.predicted_gib / 62.451 - 1) > 0.25
+    assert "overheads.fragmentation_fraction" not in c.fitted
+    assert "does not match the run's memory" in c.refused["overheads.fragmentation_fraction"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
-from calculator import load_scenario
+from calculator import estimate, load_scenario
 from calculator.calibration.explain import explain_oom
 from calculator.calibration.oom_parse import parse_oom
 from calculator.errors import InputError
@@ -33,6 +34,9 @@ def test_every_fixture_cites_a_public_source() -> None:
         ("vllm_wake_up_rollout.txt", "vllm_wake_up_oom", "vllm", "rollout", None),
         ("sglang_not_enough_memory.txt", "sglang_no_kv_cache", "sglang", "rollout", None),
         ("ray_host_oom_update_actor.txt", "host_oom", "ray", "update_actor", 59.49),
+        ("torch_update_actor_backward.txt", "cuda_oom", "torch", "update_actor", 2.12),
+        ("sglang_cuda_graph_capture.txt", "sglang_cuda_graph_oom", "sglang", "rollout", 448 / 1024),
+        ("ray_worker_sigkill_init.txt", "host_oom_suspected", "ray", "host", None),
     ],
 )
 def test_parse_fixtures(name: str, kind: str, engine: str, phase: str, alloc: float | None) -> None:
@@ -109,3 +113,109 @@ def test_a_phase_the_scenario_lacks_is_said() -> None:
     e = explain_oom(load_scenario("qwen2.5-7b-grpo-8xh100"), text)
     assert e.phase == "update_critic"
     assert any("has no update_critic phase" in n for n in e.notes)
+
+
+def test_private_pools_format_and_wrapped_message() -> None:
+    # torch >= 2.4 inserts ", with X allocated in private pools (e.g., CUDA Graphs)"; the issue wrapped "P\nyTorch"
+    e = parse_oom(fixture("torch_update_actor_backward.txt"))
+    assert (e.total_gib, e.free_gib, e.allocated_by_pytorch_gib, e.reserved_unallocated_gib) == (
+        79.19,
+        2.11,
+        83.48,
+        30.59,
+    )
+
+
+def test_sync_model_weights_frame_is_the_weight_sync() -> None:
+    # frames of https://github.com/Qihoo360/Light-R1/issues/7 (verl's vLLM 0.6.3 weight loader); the stored excerpt
+    # stops before the message, so the message below is PyTorch's format with made-up sizes (no fixture for it)
+    text = (
+        '  File "verl/third_party/vllm/vllm_v_0_6_3/worker.py", line 281, in sync_model_weights\n'
+        '  File "verl/third_party/vllm/vllm_v_0_6_3/dtensor_weight_loaders.py", line 368, in load_dtensor_weights\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+        "79.11 GiB of which 0.50 GiB is free."
+    )
+    assert parse_oom(text).phase == "weight_sync"
+
+
+# What every fixture's answer holds (issue 16): the phase, the matched component with both numbers, what else the
+# model says was resident, and ranked fixes with their verl overrides (a host kill of a scenario without offloads has
+# none: the note says what else lowers host RAM).
+EXPLAINED = [
+    ("torch_old_log_prob_entropy.txt", "old_log_prob", "actor_logits"),
+    ("torch_update_actor_backward.txt", "update_actor", "actor_"),
+    ("vllm_startup_free_memory.txt", "rollout", "rollout_startup_required"),
+    ("vllm_max_seq_len.txt", "rollout", "kv_cache"),
+    ("vllm_no_cache_blocks.txt", "rollout", "kv_cache"),
+    ("vllm_wake_up_rollout.txt", "rollout", "rollout_weights + kv_cache"),
+    ("sglang_not_enough_memory.txt", "rollout", "kv_cache"),
+    ("sglang_cuda_graph_capture.txt", "rollout", "cuda_graphs"),
+    ("ray_host_oom_update_actor.txt", "update_actor", "host_ram_used_per_node"),
+    ("ray_worker_sigkill_init.txt", "host", "host_ram_used_per_node"),
+]
+
+
+@pytest.mark.parametrize(("name", "phase", "component"), EXPLAINED)
+def test_every_fixture_is_explained(name: str, phase: str, component: str) -> None:
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    e = explain_oom(s, fixture(name))
+    assert e.phase == phase
+    assert e.component.startswith(component)
+    assert e.matched_gib is not None and e.matched_gib > 0
+    assert e.resident_gib and all(v > 0 for v in e.resident_gib.values())
+    if e.event.kind in ("host_oom", "host_oom_suspected"):
+        assert e.fixes == [] and any("host RAM" in n for n in e.notes)
+    else:
+        assert e.fixes and [f.rank for f in e.fixes] == list(range(1, len(e.fixes) + 1))
+        assert all(f.verl_overrides and all("=" in line for line in f.verl_overrides) for f in e.fixes)
+
+
+def test_update_actor_oom_matches_a_transient_actor_tensor() -> None:
+    # A failed allocation is a tensor the step allocates anew: in update_actor one of the actor's activations,
+    # logits, gradients or gathered parameters, never the resident optimizer state nor another role's tensors.
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    e = explain_oom(s, fixture("torch_update_actor_backward.txt"))
+    phase = next(p for p in estimate(s).phases if p.name == "update_actor")
+    own = {k: v for k, v in phase.components.items() if k.startswith("actor_") and k != "actor_optimizer" and v > 0}
+    own = {k: v for k, v in own.items() if k not in ("actor_params",)}
+    best = min(own, key=lambda k: abs(math.log(own[k] / 2.12)))
+    assert e.component == best and e.matched_gib == pytest.approx(own[best])
+    assert all((f.phase_gib_after or 0) < phase.total_gib for f in e.fixes)  # each fix lowers update_actor
+
+
+def test_kv_shortage_fixes_give_the_engine_more_memory_first() -> None:
+    # vLLM: "Try increasing `gpu_memory_utilization`": a fix that lowers it would shrink the KV cache further
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    e = explain_oom(s, fixture("vllm_no_cache_blocks.txt"))
+    assert e.fixes[0].verl_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.7"]  # 0.6 + 0.1
+    kv_before = estimate(s).rollout.kv_cache_gib_per_gpu
+    assert e.fixes[0].phase_gib_after is not None and e.fixes[0].phase_gib_after > kv_before
+    lowered = [
+        f
+        for f in e.fixes
+        if any(x.startswith("actor_rollout_ref.rollout.gpu_memory_utilization=0.5") for x in f.verl_overrides)
+    ]
+    assert lowered == []
+
+
+def test_host_oom_matches_the_predicted_use_not_the_capacity() -> None:
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    e = explain_oom(s, fixture("ray_host_oom_update_actor.txt"))
+    host = estimate(s).host
+    assert e.matched_gib == pytest.approx(host.total_gib_per_node)
+    assert sum(e.resident_gib.values()) == pytest.approx(host.total_gib_per_node, abs=0.01)
+
+
+def test_host_oom_fixes_turn_off_the_offloads_that_fill_the_node() -> None:
+    s = load_scenario(
+        "qwen2.5-7b-grpo-8xh100",
+        {"actor.fsdp_config.param_offload": True, "actor.fsdp_config.optimizer_offload": True},
+    )
+    e = explain_oom(s, fixture("ray_host_oom_update_actor.txt"))
+    before = estimate(s).host.total_gib_per_node
+    assert [f.verl_overrides for f in e.fixes] == [
+        ["actor_rollout_ref.actor.fsdp_config.optimizer_offload=false"],  # the larger saving first
+        ["actor_rollout_ref.actor.fsdp_config.param_offload=false"],
+    ]
+    assert all(f.phase_gib_after is not None and f.phase_gib_after < before for f in e.fixes)
+    assert e.fixes[0].phase_gib_after < e.fixes[1].phase_gib_after

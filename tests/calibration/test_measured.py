@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from calculator.calibration.logs import parse_log
-from calculator.calibration.measured import robust, summarize
+from calculator.calibration.measured import NOT_A_PHASE, PHASE_OF_TIMER, robust, summarize
 from calculator.errors import InputError
 
 LOG = "\n".join(
@@ -55,3 +57,59 @@ def test_two_steps_keep_the_warmup_and_say_so() -> None:
 def test_a_log_without_timers_is_refused() -> None:
     with pytest.raises(InputError, match="timing_s"):
         summarize(parse_log("step:1 - actor/pg_loss:0.1\n"))
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_wandb_history_export_fixture() -> None:
+    # wandb's "Download CSV" of a run's history: quoted cells, _step/_runtime/_timestamp, empty cells where a metric
+    # was not logged (step 0: validation only). Step 1 is the warm-up; steps 2-6 are kept.
+    log = parse_log((FIXTURES / "wandb_export_history.csv").read_text())
+    assert log.format == "csv"
+    m = summarize(log)
+    assert m.warmup_steps == (1,) and m.steps_used == (2, 3, 4, 5, 6)
+    # gen 71.20, 69.88, 72.55, 70.61, 71.03 -> median 71.03; update_weights -> 4.21
+    assert m.phases_s["rollout"].median == 71.03 and m.phases_s["weight_sync"].median == 4.21
+    # step minus testing: 117.49, 116.07, 118.98, 116.85, 214.61 - 97.1 = 117.51 -> median 117.49
+    assert m.step_s is not None and m.step_s.median == pytest.approx(117.49)
+    assert m.mean_response_length.median == 301.2 and m.mean_prompt_length.median == 104.7
+    assert m.allocated_gib.median == 62.451 and m.host_used_gib.median == 102.55
+    assert set(m.other_s) == {"adv", "testing"}
+
+
+def test_every_verl_091_timer_is_classified() -> None:
+    # every marked_timer name in verl 0.9.1 (grep of the wheel: trainer/ppo/ray_trainer.py, trainer/ppo/v1/*.py,
+    # experimental/one_step_off_policy, experimental/fully_async_policy) is a phase or has a stated reason not to be
+    timers = {
+        "gen", "generate_async", "reward", "old_log_prob", "ref", "values", "adv", "update_critic", "update_actor",
+        "update_weights", "sync_rollout_weights", "step", "testing", "save_checkpoint", "start_profile",
+        "stop_profile", "dump_rollout_generations", "switch_to_rollout", "switch_to_trainer", "switch_wait",
+        "wait_for_enough_samples",
+    }  # fmt: skip
+    assert timers <= set(PHASE_OF_TIMER) | set(NOT_A_PHASE)
+    assert not set(PHASE_OF_TIMER) & set(NOT_A_PHASE)
+
+
+def test_one_step_off_timers_map_to_phases() -> None:
+    text = "\n".join(
+        f"step:{i} - timing_s/generate_async:{40 + i} - timing_s/sync_rollout_weights:2.5 - timing_s/step:{60 + i}"
+        for i in range(1, 5)
+    )
+    m = summarize(parse_log(text))
+    assert m.phases_s["rollout"].median == 43.0  # steps 2, 3, 4 -> 42, 43, 44
+    assert m.phases_s["weight_sync"].median == 2.5
+
+
+def test_fully_async_gen_is_the_trainer_wait_and_param_sync_is_the_weight_sync() -> None:
+    # verl 0.9.1 experimental/fully_async_policy: detach_utils.py idle_ratio = timing_s/gen / timing_s/step (the
+    # trainer's wait), fully_async_trainer.py marked_timer("timing_s/param_sync")
+    text = "\n".join(
+        f"step:{i} - timing_s/gen:21.0 - timing_s/update_actor:300 - timing_s/timing_s/param_sync:0.5 - "
+        f"timing_s/step:{320 + i} - fully_async/trainer/idle_ratio:0.07"
+        for i in range(1, 5)
+    )
+    m = summarize(parse_log(text))
+    assert "rollout" not in m.phases_s and m.other_s["gen (trainer wait)"].median == 21.0
+    assert m.phases_s["weight_sync"].median == 0.5 and m.phases_s["update_actor"].median == 300
+    assert any("trainer's wait" in n for n in m.notes)

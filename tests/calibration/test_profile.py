@@ -78,3 +78,44 @@ def test_writer_never_overwrites(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="already exists"):
         write_new_text_file(tmp_path, "a.yaml", "2")
     assert (tmp_path / "a.yaml").read_text() == "1"
+
+
+def test_overwrite_needs_the_flag_and_never_follows_a_link(
+    profile_text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calculator.calibration.profile import save_team_profile, team_profile_exists
+
+    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
+    p = profile_from_text(profile_text)
+    path = save_team_profile(p)
+    assert team_profile_exists(p.id) and not team_profile_exists("../" + p.id)
+    with pytest.raises(InputError, match="already exists"):
+        save_team_profile(p)
+    path.write_text("old\n")
+    save_team_profile(p, overwrite=True)
+    assert profile_from_text(path.read_text()).id == p.id
+    # a planted symbolic link is not replaced through: O_EXCL refuses it, the target is untouched
+    target = tmp_path / "target.txt"
+    target.write_text("keep\n")
+    path.unlink()
+    path.symlink_to(target)
+    with pytest.raises(InputError, match="already exists"):
+        save_team_profile(p, overwrite=True)
+    assert target.read_text() == "keep\n"
+
+
+def test_a_typed_name_becomes_a_plain_id() -> None:
+    s = load_scenario("qwen2.5-7b-grpo-8xh100")
+    c = calibrate(s, summarize(parse_log(synthetic_log())))
+    assert make_profile(s, c, name="../../etc/passwd").id == "etc-passwd"
+    assert make_profile(s, c, name="x" * 500).id == "x" * 40
+    assert make_profile(s, c, name="!!!").id == "run"
+
+
+def test_a_profile_records_the_source_runs_settings_and_lengths(profile_text: str) -> None:
+    p = profile_from_text(profile_text)
+    assert p.source.lengths == {"mean_prompt_length": 300, "mean_response_length": 500}  # the synthetic log's
+    assert "actor_rollout_ref.rollout.n=5" in p.source.launch and "trainer.n_gpus_per_node=8" in p.source.launch
+    bad = profile_text.replace("  launch:\n", "  launch:\n  - not a setting\n", 1)
+    with pytest.raises(InputError, match="key=value"):
+        profile_from_text(bad)

@@ -62,3 +62,58 @@ def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, capsys: 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+PROFILE = """kind: rlplan-calibration
+id: slow-cluster
+created: 2026-11-24
+source: {model: qwen2.5-7b, gpu: h100-80gb, num_gpus: 8, verl_version: 0.9.1}
+fitted: {efficiency.train_mfu: 0.1, efficiency.decode_hbm_efficiency: 0.3}
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["estimate"],
+        ["advise"],
+        ["tradeoffs"],
+        ["plan", "--gpus", "h100-80gb", "--max-gpus", "16"],
+    ],
+)
+def test_every_planning_command_takes_a_profile(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 16: estimate, plan, advise and tradeoffs take --calibration; the fitted (slower) efficiencies change
+    # their time figures, so the JSON differs from the defaults'
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE)
+    cmd = [argv[0], "qwen2.5-7b-grpo-8xh100", *argv[1:], "--json"]
+    assert main(cmd) == 0
+    default = capsys.readouterr().out
+    assert main([*cmd, "--calibration", str(prof)]) == 0
+    calibrated = capsys.readouterr().out
+    assert json.loads(calibrated) != json.loads(default)
+
+
+def test_a_team_profile_is_found_by_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "calibrations").mkdir()
+    (tmp_path / "calibrations" / "slow-cluster.yaml").write_text(PROFILE)
+    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
+    assert main(["estimate", "qwen2.5-7b-grpo-8xh100", "--calibration", "slow-cluster", "--json"]) == 0
+    capsys.readouterr()
+
+
+def test_save_never_overwrites_without_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(synthetic_log())
+    prof = tmp_path / "p.yaml"
+    prof.write_text("mine\n")
+    argv = ["calibrate", "qwen2.5-7b-grpo-8xh100", "--log", str(log), "--save", str(prof), "--json"]
+    assert main(argv) == 2
+    assert "already exists (add --overwrite to replace it)" in capsys.readouterr().err
+    assert prof.read_text() == "mine\n"
+    assert main([*argv, "--overwrite"]) == 0
+    assert prof.read_text().startswith("# rlplan calibration profile")

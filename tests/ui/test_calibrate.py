@@ -4,13 +4,14 @@ the inputs and saves into the team directory under a generated name, and the OOM
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.calibration.test_compare import synthetic_log
 from tests.support.paths import ROOT
-from ui import keys
+from ui import keys, profiles
 
 APP = str(ROOT / "app.py")
 PAGE = "ui/pages/calibrate.py"
@@ -31,6 +32,11 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart"), "no phase chart"
+    phases = at.dataframe[0].value
+    assert {"predicted s", "measured s", "ratio", "fitted s", "residual"} <= set(phases.columns)
+    refused = [c.value for c in at.caption if c.value.startswith("efficiency.")]  # "field: why it was not fitted"
+    assert refused and all(": " in r for r in refused)
+    assert any(c.value.startswith("Host RAM per node") for c in at.caption)
     fitted = at.dataframe[1].value
     assert "efficiency.train_mfu" in fitted.index
     assert fitted.loc["efficiency.train_mfu", "value"] == pytest.approx(0.25, rel=0.04)
@@ -41,6 +47,9 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     at.button(key=keys.CAL_APPLY).click().run()
     assert not at.exception
     assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
+    # the sidebar selector now shows it, and the page's URL carries it (a shareable link)
+    assert at.session_state[keys.CAL_ACTIVE] == saved[0].stem + profiles.FROM_LINK
+    assert profiles.read_link(at.query_params["cal"])[1]["efficiency.train_mfu"] == pytest.approx(0.25, rel=0.04)
     # the saved profile is offered by the team selector
     assert at.selectbox(key=keys.CAL_PROFILE).options == [saved[0].stem]
     at.session_state[keys.field_key("efficiency.train_mfu")] = 0.35
@@ -71,3 +80,43 @@ def test_page_runs_in_chinese() -> None:
     at.switch_page(PAGE).run()
     assert not at.exception
     assert any("校准" in m.value for m in at.markdown)
+
+
+def test_links_apply_the_fitted_profile_on_estimate_and_planner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLPLAN_PRESETS_DIR", raising=False)
+    at = open_page()
+    at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
+    assert not at.exception
+    links = {p.proto.label: p.proto.query_string for p in at.get("page_link")}
+    assert set(links) == {"Estimate", "Planner"}
+    code = parse_qs(links["Estimate"])["cal"][0]
+    label, fitted = profiles.read_link(code)  # the link round-trips through ui/linkcodec.py
+    assert label.startswith("qwen2-5-7b-h100-80gbx8-") and label.endswith(profiles.FROM_LINK)
+    assert fitted["efficiency.train_mfu"] == pytest.approx(0.25, rel=0.04)
+    # opening that link in a new session applies the fitted values to the inputs
+    fresh = AppTest.from_file(APP, default_timeout=90)
+    fresh.query_params["cal"] = code
+    fresh.run()
+    assert not fresh.exception
+    assert fresh.session_state[keys.field_key("efficiency.train_mfu")] == fitted["efficiency.train_mfu"]
+
+
+def test_save_with_a_typed_name_is_sanitised_and_asks_before_overwriting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLPLAN_PRESETS_DIR", str(tmp_path))
+    at = open_page()
+    at.text_area(key=keys.CAL_LOG_TEXT).input(synthetic_log()).run()
+    at.text_input(key=keys.CAL_NAME).input("../../My Team: H100 run!").run()
+    at.button(key=keys.CAL_SAVE).click().run()
+    assert not at.exception
+    saved = tmp_path / "calibrations" / "my-team-h100-run.yaml"
+    assert [p.name for p in (tmp_path / "calibrations").iterdir()] == [saved.name]  # nothing outside, one file
+    saved.write_text("edited by hand\n")
+    at.button(key=keys.CAL_SAVE).click().run()  # same name again: asks, does not overwrite
+    assert not at.exception
+    assert any("already exists" in w.value for w in at.warning)
+    assert saved.read_text() == "edited by hand\n"
+    at.button(key=keys.CAL_OVERWRITE).click().run()  # confirmed
+    assert not at.exception
+    assert "kind: rlplan-calibration" in saved.read_text()

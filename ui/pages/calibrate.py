@@ -30,9 +30,10 @@ from calculator import (
     profile_yaml,
     save_team_profile,
     summarize,
+    team_profile_exists,
     team_profiles,
 )
-from ui import inputs, keys, render, state
+from ui import inputs, keys, profiles, render, state
 from ui.text import md
 
 TEXT: dict[str, dict[str, str]] = {
@@ -52,12 +53,19 @@ TEXT: dict[str, dict[str, str]] = {
         "fitted_values": "Fitted values",
         "refused": "Not fitted, and why",
         "memory": "Trainer memory: predicted allocated {pa:.2f} GiB vs logged {ma}; reserved {pr:.2f} vs {mr}",
+        "host": "Host RAM per node: predicted {p} GiB vs logged {m} GiB ({note})",
         "save": "Save to the team directory",
+        "name": "Profile name (optional)",
+        "name_help": "Saved as <name>.yaml: letters and digits only (others become '-'), at most 40 characters. "
+        "Empty: a name from the model, GPUs, date and values.",
+        "exists": "{name} already exists in the team directory.",
+        "overwrite": "Overwrite it",
         "saved": "Saved as {name}",
         "download": "Download profile (YAML)",
         "apply": "Apply the fitted values to the inputs",
         "applied": "Fitted values applied to the sidebar inputs",
         "goto": "Open with the profile applied:",
+        "link_too_long": "The profile is too large for a link: save it to the team directory instead.",
         "team": "Team profiles",
         "team_none": "No team profiles (set RLPLAN_PRESETS_DIR and save one).",
         "team_apply": "Apply the selected profile",
@@ -84,12 +92,18 @@ TEXT: dict[str, dict[str, str]] = {
         "fitted_values": "拟合值",
         "refused": "未拟合的字段及原因",
         "memory": "训练进程显存：预测已分配 {pa:.2f} GiB，日志 {ma}；预留 {pr:.2f}，日志 {mr}",
+        "host": "每节点主机内存：预测 {p} GiB，日志 {m} GiB（{note}）",
         "save": "保存到团队目录",
+        "name": "配置档名称（可选）",
+        "name_help": "保存为 <名称>.yaml：仅字母和数字（其他字符变为 '-'），最多 40 个字符。留空：由模型、GPU、日期和数值生成。",
+        "exists": "团队目录中已有 {name}。",
+        "overwrite": "覆盖",
         "saved": "已保存为 {name}",
         "download": "下载配置档（YAML）",
         "apply": "把拟合值应用到输入",
         "applied": "拟合值已应用到侧栏输入",
         "goto": "应用配置档后打开：",
+        "link_too_long": "配置档太大，无法放入链接：请保存到团队目录。",
         "team": "团队配置档",
         "team_none": "没有团队配置档（设置 RLPLAN_PRESETS_DIR 并保存一个）。",
         "team_apply": "应用所选配置档",
@@ -101,6 +115,9 @@ TEXT: dict[str, dict[str, str]] = {
         "notes": "说明",
     },
 }
+
+
+MAX_PROFILE_NAME_CHARS = 60
 
 
 def t(key: str, **values: object) -> str:
@@ -156,8 +173,10 @@ def fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
-def apply_profile(scenario: Scenario, overrides: dict[str, float]) -> None:
+def apply_profile(scenario: Scenario, overrides: dict[str, float], label: str, linked: bool) -> None:
+    """Set the profile's values in the inputs and show it as the sidebar selector's choice."""
     state.apply_scenario(load_scenario(scenario, overrides))
+    profiles.remember(label, overrides, linked=linked)
     st.toast(t("applied"), icon=":material/check_circle:")
 
 
@@ -170,6 +189,7 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
             "measured s": p.measured_s,
             "ratio": p.ratio,
             "fitted s": p.fitted_s,
+            "residual": c.residuals.get(p.name),  # measured / fitted - 1
             "gap": p.explanation,
         }
         for p in c.phases
@@ -188,6 +208,8 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
             limit=500,
         )
     )
+    h = c.host
+    st.caption(md(t("host", p=fmt(h.predicted_gib), m=fmt(h.measured_gib), note=h.note), limit=500))
     left, right = st.columns(2)
     with left:
         st.markdown(f"**{t('fitted_values')}**")
@@ -199,15 +221,15 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
         st.markdown(f"**{t('refused')}**")
         for k, why in c.refused.items():
             st.caption(md(f"{k}: {why}", limit=400))
-    profile = make_profile(scenario, c)
+    name = st.text_input(t("name"), key=keys.CAL_NAME, max_chars=MAX_PROFILE_NAME_CHARS, help=t("name_help"))
+    profile = make_profile(scenario, c, name=name)
     b1, b2, b3 = st.columns(3)
     if b1.button(t("save"), key=keys.CAL_SAVE, icon=":material/save:"):
-        try:
-            path = save_team_profile(profile)
-        except InputError as err:
-            st.error(md("; ".join(err.problems)), icon=":material/block:")
-        else:
-            st.success(md(t("saved", name=path.name)))
+        save(profile, overwrite=False)
+    if st.session_state.get(keys.CAL_PENDING) == profile.id:  # the file exists: overwrite only when confirmed
+        st.warning(md(t("exists", name=f"{profile.id}.yaml")), icon=":material/warning:")
+        if st.button(t("overwrite"), key=keys.CAL_OVERWRITE):
+            save(profile, overwrite=True)
     b2.download_button(
         t("download"),
         data=profile_yaml(profile),
@@ -220,33 +242,59 @@ def show_calibration(scenario: Scenario, c: Calibration) -> None:
         t("apply"),
         key=keys.CAL_APPLY,
         on_click=apply_profile,
-        args=(scenario, profile_overrides(profile)),
+        args=(scenario, profile_overrides(profile), profile.id + profiles.FROM_LINK, True),
         type="primary",
     )
-    page_links()
+    page_links(profile.id, profile.fitted)
 
 
-def page_links() -> None:
+def save(profile: Any, *, overwrite: bool) -> None:
+    """Save into the team directory; an existing file asks for confirmation first (``CAL_PENDING``)."""
+    ss = st.session_state
+    if not overwrite and team_profile_exists(profile.id):
+        ss[keys.CAL_PENDING] = profile.id
+        return
+    try:
+        path = save_team_profile(profile, overwrite=overwrite)
+    except InputError as err:
+        st.error(md("; ".join(err.problems)), icon=":material/block:")
+        return
+    ss[keys.CAL_PENDING] = ""
+    profiles.team_fitted.clear()  # the sidebar selector lists it from the next rerun
+    st.success(md(t("saved", name=path.name)))
+
+
+def page_links(profile_id: str, fitted: dict[str, float]) -> None:
+    """Links to Estimate and Planner that apply the profile there (the ``cal`` parameter, ui/profiles.py)."""
+    code = profiles.link_code(profile_id, fitted)
+    if code is None:  # cannot happen for the fields a profile holds; said rather than hidden
+        st.caption(t("link_too_long"))
+        return
     st.caption(t("goto"))
     c1, c2 = st.columns(2)
-    c1.page_link("ui/pages/estimate.py", label="Estimate", icon=":material/memory:")
-    c2.page_link("ui/pages/planner.py", label="Planner", icon=":material/dns:")
+    query = {profiles.PARAM: code}
+    c1.page_link("ui/pages/estimate.py", label="Estimate", icon=":material/memory:", query_params=query)
+    c2.page_link("ui/pages/planner.py", label="Planner", icon=":material/dns:", query_params=query)
 
 
 def team_panel(scenario: Scenario) -> None:
     st.markdown(f"**{t('team')}**")
-    profiles, problems = team_profiles()
+    team, problems = team_profiles()
     for p in problems[:10]:
         st.caption(md(p))
-    if not profiles:
+    if not team:
         st.caption(t("team_none"))
         return
-    pid = st.selectbox(t("team"), sorted(profiles), key=keys.CAL_PROFILE, label_visibility="collapsed")
-    chosen = profiles[pid]
+    pid = st.selectbox(t("team"), sorted(team), key=keys.CAL_PROFILE, label_visibility="collapsed")
+    chosen = team[pid]
     st.caption(md(f"{chosen.name}: " + ", ".join(f"{k}={v:g}" for k, v in chosen.fitted.items()), limit=500))
     st.button(
-        t("team_apply"), key=keys.CAL_PROFILE_APPLY, on_click=apply_profile, args=(scenario, profile_overrides(chosen))
+        t("team_apply"),
+        key=keys.CAL_PROFILE_APPLY,
+        on_click=apply_profile,
+        args=(scenario, profile_overrides(chosen), chosen.id, False),
     )
+    page_links(chosen.id, dict(chosen.fitted))
 
 
 def show_explanation(e: OomExplanation) -> None:

@@ -25,7 +25,14 @@ from calculator.calibration.fit import FIT_PARAMS
 from calculator.errors import InputError, from_validation_error
 from calculator.inputs.limits import MAX_PRESET_FILES
 from calculator.inputs.presets import EXTRA_PRESETS_ENV, extra_presets_dir
-from calculator.inputs.readers import dump_yaml, read_mapping_file, read_yaml_text, write_new_text_file
+from calculator.inputs.readers import (
+    dump_yaml,
+    read_mapping_file,
+    read_yaml_text,
+    regular_file_exists,
+    write_new_text_file,
+    yaml_files,
+)
 from calculator.inputs.scenario import Scenario
 from calculator.verl.export import format_overrides
 
@@ -213,9 +220,9 @@ def team_profiles() -> tuple[dict[str, CalibrationProfile], list[str]]:
     d = team_dir()
     out: dict[str, CalibrationProfile] = {}
     problems: list[str] = []
-    if d is None or not d.is_dir():
+    if d is None:
         return out, problems
-    files = (sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")))[:MAX_PRESET_FILES]
+    files, _ = yaml_files(d, MAX_PRESET_FILES)
     for f in files:
         what = f"${EXTRA_PRESETS_ENV}/{CALIBRATIONS_DIR}/{f.name}"
         try:
@@ -242,7 +249,7 @@ def load_profile(ref: str) -> CalibrationProfile:
 def team_profile_exists(profile_id: str) -> bool:
     """Whether the team directory already has ``<profile_id>.yaml`` (the id is a validated profile id)."""
     d = team_dir()
-    return d is not None and _ID_RE.match(profile_id) is not None and (d / f"{profile_id}.yaml").is_file()
+    return d is not None and _ID_RE.match(profile_id) is not None and regular_file_exists(d / f"{profile_id}.yaml")
 
 
 def save_team_profile(profile: CalibrationProfile, *, overwrite: bool = False) -> Path:

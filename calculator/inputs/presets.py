@@ -39,6 +39,7 @@ from calculator.inputs.readers import (
     read_json_text,
     read_mapping_file,
     read_yaml_text,
+    yaml_files,
 )
 from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
 
@@ -131,8 +132,7 @@ class _Loaded(Generic[T]):
 def _preset_files(d: Path) -> tuple[list[Path], int]:
     """The ``*.yaml`` / ``*.yml`` files of a preset directory (at most ``MAX_PRESET_FILES``) and how many more
     there were."""
-    files = sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml"))
-    return files[:MAX_PRESET_FILES], max(0, len(files) - MAX_PRESET_FILES)
+    return yaml_files(d, MAX_PRESET_FILES)
 
 
 def _roots() -> list[Path]:

@@ -412,3 +412,17 @@ def write_new_text_file(
     finally:
         os.close(fd)
     return d / name
+
+
+def yaml_files(d: Path, limit: int) -> tuple[list[Path], int]:
+    """The ``*.yaml`` / ``*.yml`` files directly in ``d`` (sorted, at most ``limit``) and how many more there
+    were; none when ``d`` is not a directory. Listing only: each file is read with :func:`read_mapping_file`."""
+    if not d.is_dir():
+        return [], 0
+    files = sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml"))
+    return files[:limit], max(0, len(files) - limit)
+
+
+def regular_file_exists(path: Path) -> bool:
+    """Whether ``path`` is a regular file that is not a symbolic link (nothing is read)."""
+    return path.is_file() and not path.is_symlink()

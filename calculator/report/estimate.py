@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from calculator.inputs.scenario import Scenario
+from calculator.memo import last_by_identity
 from calculator.memory import phases as memory
 from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
@@ -47,8 +48,10 @@ def _phase_out(p: PhaseMemory) -> PhaseOut:
     )
 
 
+@last_by_identity
 def build_context(s: Scenario) -> Context:
-    """The memory model's context of ``s``: the scenario resolved once, with role sizes and engine budgets."""
+    """The memory model's context of ``s``: the scenario resolved once, with role sizes and engine budgets
+    (remembered for the last scenario object: the planner tests a candidate's KV cache, then estimates it)."""
     return memory_context(resolve(s))
 
 

@@ -18,6 +18,7 @@ Left out: CPU memory, checkpoint saving, validation/generation-only steps, async
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from calculator.memory import sync
@@ -328,15 +329,33 @@ def _fragmentation(ctx: Context, transient: int) -> Component:
 # ---- phases -----------------------------------------------------------------------------------
 
 
+# Transients that do not read the micro-batch (``_transient`` reads ``worst`` only through it): built once per
+# context and computing role.
+_BATCH_FREE = frozenset(
+    {
+        Transient.REWARD_ENGINE,
+        Transient.SYNC_BUCKET,
+        Transient.SYNC_FULL_TENSOR,
+        Transient.SYNC_STATE_DICT,
+        Transient.GATHERED,
+        Transient.DORA,
+    }
+)
+
+
 def phase_memory(ctx: Context, phase: Phase, worst: bool) -> PhaseMemory:
     """Components on one GPU in ``phase``: resident state, the engine, the phase's transients (RESIDENCY row),
     runtime overheads; zero-byte components are dropped."""
     row = RESIDENCY[phase]
-    comps = _resident_state(ctx, row) + lingering_roots(ctx, row) + _engine(ctx, row)
+    comps = _remembered(
+        ctx, ("base", phase), lambda: _resident_state(ctx, row) + lingering_roots(ctx, row) + _engine(ctx, row)
+    )
     transient = 0
     for kind in row.transients:
         if kind is Transient.OPTIMIZER_STEP:
             made = _optimizer_step(ctx, row, transient)
+        elif kind in _BATCH_FREE:  # the same in the expected and the worst-case walk, and in every phase
+            made = _remembered(ctx, ("transient", kind, row.compute), partial(_transient, ctx, row, kind, worst))
         else:
             made = _transient(ctx, row, kind, worst)
         comps += made

@@ -48,7 +48,7 @@ from calculator.planning.space import (
     gpu_count_ladder,
     knobs_of,
 )
-from calculator.report.estimate import build_context, estimate
+from calculator.report.estimate import build_context, estimate, time_out
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import need_critic
 
@@ -144,9 +144,15 @@ class GpuSearch:
         s = self.build(k)
         ev = None
         if s is not None:
-            report = estimate(s, with_warnings=False)  # the search reads numbers only
+            # The search reads numbers only, and a step time only of configurations that fit (``_better``,
+            # ``fits``): the time model runs for those alone (issue #18); a fitting one's engine starts, so its
+            # time is what ``estimate`` gives.
+            report = estimate(s, with_warnings=False, with_time=False)
             self.num_estimates += 1
-            ev = Evaluation(k, s, report, fit_check(report, s, self.margin))
+            fit = fit_check(report, s, self.margin)
+            if fit.fits:
+                report = report.model_copy(update={"time": time_out(build_context(s), None)})
+            ev = Evaluation(k, s, report, fit)
         self.cache[k] = ev
         return ev
 

@@ -45,11 +45,6 @@ def section_key(name: str) -> str:
     return f"sec_{name}"
 
 
-def formula_key(name: str) -> str:
-    """Key of a formula expander on the Estimate page (built only while open: issue #18, first chart)."""
-    return f"how_{name}"
-
-
 # Frequently used scenario fields
 GPU = field_key("hardware.gpu")
 NUM_GPUS = field_key("hardware.num_gpus")

@@ -496,16 +496,3 @@ def test_verl_import_resets_inherited_mean_and_matches_the_cli(tmp_path) -> None
     assert metrics(at)[tr("en", "metric.step_time")] == f"{cli['time']['step_s']:,.1f} s"
     mean_kept = estimate(load_scenario(DEFAULT_PRESET, overrides={"data.max_response_length": 4096, "rollout.n": 8}))
     assert cli["time"]["step_s"] != mean_kept.time.step_s  # the mean 600 would give another step time
-
-
-def test_formulas_are_built_only_while_their_expander_is_open():
-    """A first visit draws no formula code blocks (only the share link's); opening an expander (its key set, as a
-    click does) shows that formula, the same text the report holds (issue #18: the first chart shows sooner)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    assert not at.exception
-    assert len(at.code) == 1 and at.code[0].value.startswith("?")  # the share link
-    at.session_state[keys.formula_key("rollout")] = True
-    at.run()
-    report = estimate(load_scenario("qwen2.5-7b-grpo-8xh100"))
-    shown = {c.value for c in at.code}
-    assert set(report.rollout.formulas.values()) <= shown and len(at.code) == 1 + len(report.rollout.formulas)

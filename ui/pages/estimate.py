@@ -108,17 +108,13 @@ with left:
     st.caption(tr(L, "est.phase_total", phase=phase.name, total=phase.total_gib, alloc=phase.trainer_allocated_gib))
     st.markdown(f"**{tr(L, 'est.how')}**")
     f_cols = st.columns(2)
-    # Each formula is built only while its expander is open (a keyed expander reruns on open / close, as the
-    # sidebar's sections do): a first visit draws no code blocks, so the first chart shows sooner (issue #18).
     for i, row in enumerate(rows):
         name = row[tr(L, "table.component")]
-        label = f"{name} — {row[tr(L, 'table.gib')]:.2f} GiB"
-        with f_cols[i % 2], (ex := st.expander(label, key=keys.formula_key(f"{i}_{name}"), on_change="rerun")):
-            if ex.open:
-                st.code(row[tr(L, "table.formula")] or "—", language=None, wrap_lines=True)
-                explanation = tr_or(L, f"comp.{name}", "")
-                if explanation:
-                    st.caption(explanation)
+        with f_cols[i % 2], st.expander(f"{name} — {row[tr(L, 'table.gib')]:.2f} GiB"):
+            st.code(row[tr(L, "table.formula")] or "—", language=None, wrap_lines=True)
+            explanation = tr_or(L, f"comp.{name}", "")
+            if explanation:
+                st.caption(explanation)
 
 with right:
     if report.time is not None and fig_time is None:  # the step cannot run: no time (calculator: time.reason)
@@ -177,8 +173,8 @@ with right:
         if ro.start_reasons:  # why the engine cannot start: the same lines as the headline (peak.reasons)
             st.error(md_lines(ro.start_reasons, limit=1000), icon=":material/block:")
         if ro.formulas:
-            with (ex := st.expander(tr(L, "est.how"), key=keys.formula_key("rollout"), on_change="rerun")):
-                for name, text in ro.formulas.items() if ex.open else ():
+            with st.expander(tr(L, "est.how")):
+                for name, text in ro.formulas.items():
                     st.markdown(f"**{name}**")
                     st.code(text, language=None, wrap_lines=True)
     render.warnings(report, scenario)

@@ -49,6 +49,7 @@ from calculator.planning.space import (
     knobs_of,
 )
 from calculator.report.estimate import build_context, estimate, time_out
+from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import need_critic
 
@@ -68,6 +69,12 @@ def _fails_without_logits(ev: Evaluation) -> bool:
 
     over = any(logits_free(p) and p.total_gib > f.limit_gib_per_gpu for p in ev.report.phases)
     return over or any(logits_free(p) and p.total_gib > f.usable_memory_gib for p in ev.report.worst_case_phases)
+
+
+def with_step_time(report: Report, s: Scenario) -> Report:
+    """``report`` (an estimate of ``s`` without time) with the step time ``estimate`` gives a configuration whose
+    rollout engine starts."""
+    return report.model_copy(update={"time": time_out(build_context(s), None)})
 
 
 class GpuSearch:
@@ -151,7 +158,7 @@ class GpuSearch:
             self.num_estimates += 1
             fit = fit_check(report, s, self.margin)
             if fit.fits:
-                report = report.model_copy(update={"time": time_out(build_context(s), None)})
+                report = with_step_time(report, s)
             ev = Evaluation(k, s, report, fit)
         self.cache[k] = ev
         return ev

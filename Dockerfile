@@ -41,6 +41,10 @@ RUN groupadd --system --gid 10001 rlplan \
         --shell /usr/sbin/nologin rlplan \
     && mkdir -p /presets
 COPY . .
+# Bytecode for the code, written at build time (root-owned, like the code): PYTHONDONTWRITEBYTECODE stops Python
+# writing it at run time, not reading it, and without it every CLI call and server start compiles ~270 modules
+# from source (~0.1 s; benchmarks/bench_cli.py prints both, issue #18).
+RUN python -m compileall -q -j 0 calculator ui deploy app.py
 USER 10001:10001
 
 EXPOSE 8501

@@ -6,15 +6,22 @@ Runs each command in a fresh interpreter under ``python -X importtime`` and sums
 top-level imports (everything the process imported, interpreter start-up modules such as ``site``
 included), then the wall time and the CPU time of the whole command. Prints the median over the runs; noisy on a shared
 machine (other processes' load inflates every figure). Prints figures; not a test.
+
+Two ways Python finds the code: **with bytecode** (``.pyc`` files exist, as after ``pip install`` or in the Docker
+image, which runs ``compileall`` at build time; here a temporary ``PYTHONPYCACHEPREFIX`` filled by one warm-up run,
+nothing written into the checkout) and **from source** (``PYTHONDONTWRITEBYTECODE=1`` and no ``.pyc``: every
+module compiled at each start, as in this development environment). Issue #18's goal is read on the first.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,27 +53,40 @@ def _children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def measure(args: list[str]) -> tuple[float, float, float, float]:
+def measure(args: list[str], env: dict[str, str]) -> tuple[float, float, float, float]:
     """(all imports s, calculator imports s, wall s, CPU s of the whole process)."""
     cmd = [sys.executable, "-X", "importtime", "-m", "calculator", *args]
     cpu0, t0 = _children_cpu_s(), time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True, env=env)
     wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
     total, ours = import_seconds(done.stderr)
     return total, ours, wall, cpu
+
+
+def environments(pycache: str) -> dict[str, dict[str, str]]:
+    """The two ways of finding the code (module docstring), as child environments."""
+    source = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    source.pop("PYTHONPYCACHEPREFIX", None)
+    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = pycache
+    return {"with bytecode (installed, Docker image)": cached, "from source (no .pyc)": source}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
-    print(f"median of {args.runs} fresh processes (goal: import <= 0.15 s for presets and estimate)")
+    print(f"median of {args.runs} fresh processes (goal: import <= 0.15 s for presets and estimate, with bytecode)")
     print("(import times are wall-clock inside the process: other load inflates them; CPU s is the whole process)")
-    print(f"{'command':<22} {'all imports s':>14} {'calculator s':>13} {'wall s':>8} {'CPU s':>7}")
-    for name, argv in COMMANDS.items():
-        runs = [measure(argv) for _ in range(args.runs)]
-        total, ours, wall, cpu = (statistics.median(r[i] for r in runs) for i in range(4))
-        print(f"{name:<22} {total:>14.3f} {ours:>13.3f} {wall:>8.3f} {cpu:>7.3f}")
+    with tempfile.TemporaryDirectory(prefix="rlplan-pyc-") as pycache:
+        for label, env in environments(pycache).items():
+            print(f"-- {label}")
+            print(f"{'command':<22} {'all imports s':>14} {'calculator s':>13} {'wall s':>8} {'CPU s':>7}")
+            for name, argv in COMMANDS.items():
+                measure(argv, env)  # warm-up: fills the bytecode cache (the other mode has none to fill)
+                runs = [measure(argv, env) for _ in range(args.runs)]
+                total, ours, wall, cpu = (statistics.median(r[i] for r in runs) for i in range(4))
+                print(f"{name:<22} {total:>14.3f} {ours:>13.3f} {wall:>8.3f} {cpu:>7.3f}")
 
 
 if __name__ == "__main__":

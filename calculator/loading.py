@@ -9,12 +9,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+# calculator.verl loads its names on first use: a preset without --set / --verl never imports verl's readers.
+from calculator import verl as verl_api
 from calculator.errors import InputError, from_validation_error
 from calculator.inputs.overrides import set_dotted
 from calculator.inputs.presets import get_gpu, read_mapping_file, scenario_presets
 from calculator.inputs.scenario import Scenario
 from calculator.resolve.architectures import resolve_architectures
-from calculator.verl.imports import apply_verl_overrides
 
 
 def _base_mapping(source: str | Path | dict[str, Any] | Scenario | None) -> dict[str, Any]:
@@ -43,7 +44,7 @@ def load_scenario_with_warnings(
     data = _base_mapping(source)
     notes: list[str] = []
     if verl_overrides:
-        notes += apply_verl_overrides(data, verl_overrides, (overrides or {}).get("verl_version"))
+        notes += verl_api.apply_verl_overrides(data, verl_overrides, (overrides or {}).get("verl_version"))
     for key, value in (overrides or {}).items():
         set_dotted(data, key, value)
     try:

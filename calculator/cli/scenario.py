@@ -7,15 +7,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+# calculator.verl loads its names on first use: a preset without --set / --verl never imports verl's readers.
+from calculator import verl as verl_api
 from calculator.cli.terminal import one_line
 from calculator.errors import InputError
 from calculator.inputs.overrides import parse_value
 from calculator.inputs.presets import DEFAULT_SCENARIO, model_presets, preset_problems, read_mapping_file
 from calculator.loading import load_scenario_with_warnings
 from calculator.model.sizes import approximate_model, parse_size
-from calculator.verl.fields import native_field_exists
-from calculator.verl.imports import read_verl_file
-from calculator.verl.keys import verl_to_native
 
 
 def _model_overrides(model: str) -> tuple[dict[str, Any], list[str]]:
@@ -48,9 +47,9 @@ def _set_items(items: list[str]) -> tuple[dict[str, Any], list[str]]:
             raise InputError(f"--set {item!r}: expected KEY=VALUE")
         key, _, value = item.partition("=")
         key = key.strip()
-        if native_field_exists(key):
+        if verl_api.native_field_exists(key):
             native[key] = parse_value(value, key)
-        elif verl_to_native(key) is not None:
+        elif verl_api.verl_to_native(key) is not None:
             verl.append(f"{key}={value}")
         else:
             raise InputError(
@@ -78,7 +77,7 @@ def scenario_from_args(args: argparse.Namespace) -> tuple[Any, list[str]]:
         overrides["hardware.gpus_per_node"] = args.gpus_per_node
     native, verl_set = _set_items(args.set)
     overrides.update(native)
-    verl_text = [read_verl_file(f) for f in args.verl] + (["\n".join(verl_set)] if verl_set else [])
+    verl_text = [verl_api.read_verl_file(f) for f in args.verl] + (["\n".join(verl_set)] if verl_set else [])
     base = args.scenario if args.scenario is not None or verl_text else DEFAULT_SCENARIO
     scenario, load_notes = load_scenario_with_warnings(base, overrides, verl_text or None)
     return scenario, [f"preset skipped: {p}" for p in preset_problems()] + notes + load_notes

@@ -7,7 +7,8 @@ walk (``calculator.memory.phases``) and the step-time model read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
@@ -34,6 +35,9 @@ class Context:
     rollout: EngineBudget
     reward_engine: EngineBudget | None
     startup_trainer_bytes: int  # trainer-side model memory when vLLM starts (before the first step)
+    # Pieces of the phase walk that several phases share (the resident state of one use, the engine in one
+    # state), built once per context (``calculator.memory.phases``; issue #18). ``replace`` gives a fresh one.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def s(self) -> Scenario:

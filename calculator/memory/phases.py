@@ -17,6 +17,10 @@ Left out: CPU memory, checkpoint saving, validation/generation-only steps, async
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 from calculator.memory import sync
 from calculator.memory.context import Context, build_context, runtime_startup_bytes
 from calculator.memory.engine import EngineBudget
@@ -93,7 +97,21 @@ def role_state(st: TrainingState, plan: TrainerPlan, use: Use, lora: bool) -> li
     return out
 
 
+def _remembered(ctx: Context, key: tuple[Any, ...], make: Callable[[], list[Component]]) -> list[Component]:
+    """``make()`` once per context and key: phases that share a use or an engine state share the components
+    (frozen records), so the walk builds them once (issue #18)."""
+    hit = ctx.memo.get(key)
+    if hit is None:
+        hit = ctx.memo[key] = tuple(make())
+    return list(hit)
+
+
 def _resident_state(ctx: Context, row: PhaseRow) -> list[Component]:
+    key = ("resident", _actor_use(ctx, row), row.critic)
+    return _remembered(ctx, key, lambda: _resident_state_of(ctx, row))
+
+
+def _resident_state_of(ctx: Context, row: PhaseRow) -> list[Component]:
     r = ctx.r
     lora = r.scenario.model.lora_rank > 0
     comps = role_state(ctx.actor_state, r.actor, _actor_use(ctx, row), lora)
@@ -141,8 +159,12 @@ def _engine_part(eb: EngineBudget, name: Comp, field: str, key: str, torch: bool
 def _engine(ctx: Context, row: PhaseRow) -> list[Component]:
     """The policy rollout engine in this phase: awake (everything), woken for the weight sync (weights only),
     or asleep (non-torch memory and CUDA-graph pools, which sleep does not free)."""
-    eb = ctx.rollout
     state = Engine.AWAKE if not ctx.s.rollout.free_cache_engine else row.engine
+    return _remembered(ctx, ("engine", state), lambda: _engine_in(ctx, state))
+
+
+def _engine_in(ctx: Context, state: Engine) -> list[Component]:
+    eb = ctx.rollout
     out = []
     for name, _, field, key, torch in _ENGINE_PARTS:
         if state is Engine.AWAKE or name in _KEPT_ASLEEP:
@@ -271,6 +293,11 @@ def _root_lingers(plan: TrainerPlan) -> bool:
 
 
 def _runtime_components(ctx: Context, transient: int) -> list[Component]:
+    return _remembered(ctx, ("runtime",), lambda: _fixed_runtime(ctx)) + [_fragmentation(ctx, transient)]
+
+
+def _fixed_runtime(ctx: Context) -> list[Component]:
+    """CUDA contexts and NCCL buffers: the same in every phase."""
     r, ov = ctx.r, ctx.s.overheads
     procs = r.num_processes
     base = procs - (1 if r.has_reward_model else 0)
@@ -300,32 +327,51 @@ def _runtime_components(ctx: Context, transient: int) -> list[Component]:
             process=Process.NONE,
         )
     )
-    frag = int(transient * ov.fragmentation_fraction)
-    out.append(
-        Component(
-            name=Comp.FRAGMENTATION,
-            role=Role.RUNTIME,
-            bytes=frag,
-            formula=f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {format_gib(transient)}",
-            torch_allocated=False,
-            process=Process.TRAINER,
-        )
-    )
     return out
 
 
+def _fragmentation(ctx: Context, transient: int) -> Component:
+    ov = ctx.s.overheads
+    return Component(
+        name=Comp.FRAGMENTATION,
+        role=Role.RUNTIME,
+        bytes=int(transient * ov.fragmentation_fraction),
+        formula=f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {format_gib(transient)}",
+        torch_allocated=False,
+        process=Process.TRAINER,
+    )
+
+
 # ---- phases -----------------------------------------------------------------------------------
+
+
+# Transients that do not read the micro-batch (``_transient`` reads ``worst`` only through it): built once per
+# context and computing role.
+_BATCH_FREE = frozenset(
+    {
+        Transient.REWARD_ENGINE,
+        Transient.SYNC_BUCKET,
+        Transient.SYNC_FULL_TENSOR,
+        Transient.SYNC_STATE_DICT,
+        Transient.GATHERED,
+        Transient.DORA,
+    }
+)
 
 
 def phase_memory(ctx: Context, phase: Phase, worst: bool) -> PhaseMemory:
     """Components on one GPU in ``phase``: resident state, the engine, the phase's transients (RESIDENCY row),
     runtime overheads; zero-byte components are dropped."""
     row = RESIDENCY[phase]
-    comps = _resident_state(ctx, row) + lingering_roots(ctx, row) + _engine(ctx, row)
+    comps = _remembered(
+        ctx, ("base", phase), lambda: _resident_state(ctx, row) + lingering_roots(ctx, row) + _engine(ctx, row)
+    )
     transient = 0
     for kind in row.transients:
         if kind is Transient.OPTIMIZER_STEP:
             made = _optimizer_step(ctx, row, transient)
+        elif kind in _BATCH_FREE:  # the same in the expected and the worst-case walk, and in every phase
+            made = _remembered(ctx, ("transient", kind, row.compute), partial(_transient, ctx, row, kind, worst))
         else:
             made = _transient(ctx, row, kind, worst)
         comps += made

@@ -48,7 +48,8 @@ from calculator.planning.space import (
     gpu_count_ladder,
     knobs_of,
 )
-from calculator.report.estimate import build_context, estimate
+from calculator.report.estimate import build_context, estimate, time_out
+from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import need_critic
 
@@ -68,6 +69,12 @@ def _fails_without_logits(ev: Evaluation) -> bool:
 
     over = any(logits_free(p) and p.total_gib > f.limit_gib_per_gpu for p in ev.report.phases)
     return over or any(logits_free(p) and p.total_gib > f.usable_memory_gib for p in ev.report.worst_case_phases)
+
+
+def with_step_time(report: Report, s: Scenario) -> Report:
+    """``report`` (an estimate of ``s`` without time) with the step time ``estimate`` gives a configuration whose
+    rollout engine starts."""
+    return report.model_copy(update={"time": time_out(build_context(s), None)})
 
 
 class GpuSearch:
@@ -144,9 +151,15 @@ class GpuSearch:
         s = self.build(k)
         ev = None
         if s is not None:
-            report = estimate(s, with_warnings=False)  # the search reads numbers only
+            # The search reads numbers only, and a step time only of configurations that fit (``_better``,
+            # ``fits``): the time model runs for those alone (issue #18); a fitting one's engine starts, so its
+            # time is what ``estimate`` gives.
+            report = estimate(s, with_warnings=False, with_time=False)
             self.num_estimates += 1
-            ev = Evaluation(k, s, report, fit_check(report, s, self.margin))
+            fit = fit_check(report, s, self.margin)
+            if fit.fits:
+                report = with_step_time(report, s)
+            ev = Evaluation(k, s, report, fit)
         self.cache[k] = ev
         return ev
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from calculator.inputs.scenario import Scenario
+from calculator.memo import last_by_identity
 from calculator.memory import phases as memory
 from calculator.memory.context import Context
 from calculator.memory.context import build_context as memory_context
@@ -47,8 +48,10 @@ def _phase_out(p: PhaseMemory) -> PhaseOut:
     )
 
 
+@last_by_identity
 def build_context(s: Scenario) -> Context:
-    """The memory model's context of ``s``: the scenario resolved once, with role sizes and engine budgets."""
+    """The memory model's context of ``s``: the scenario resolved once, with role sizes and engine budgets
+    (remembered for the last scenario object: the planner tests a candidate's KV cache, then estimates it)."""
     return memory_context(resolve(s))
 
 
@@ -262,17 +265,20 @@ def estimate(
     rollout = rollout.model_copy(update={"start_reasons": v.start_reasons})
     peak = peak_out(ctx, expected, worst, v)
     warnings = _warnings(ctx, expected, worst, rollout, peak, checks, extra_warnings) if with_warnings else []
+    phases = [_phase_out(p) for p in expected]
+    # A phase whose worst case cannot differ is the same record in both walks (``expected_and_worst``): one PhaseOut.
+    same = {id(p): out for p, out in zip(expected, phases, strict=True)}
     return Report(
         model=_model_info(ctx),
         hardware=_hardware_info(ctx),
-        phases=[_phase_out(p) for p in expected],
+        phases=phases,
         peak=peak,
         rollout=rollout,
         time=time_out(ctx, v.time_reason) if with_time else None,
         host=host_out(host),
         warnings=warnings,
         roles=_roles(ctx),
-        worst_case_phases=[_phase_out(p) for p in worst],
+        worst_case_phases=[same.get(id(p)) or _phase_out(p) for p in worst],
         verl_version=scenario.verl_version,
         checks=checks,
         decisions=[d.text() for d in ctx.r.decisions] if with_warnings else [],

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from calculator.errors import InputError, from_validation_error
 from calculator.inputs.presets import get_model
 from calculator.inputs.scenario import Scenario
+from calculator.memo import last_by_identity
 from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
 
 
@@ -63,6 +64,7 @@ def _arch(model_id: str | None, config: dict[str, Any] | None, field: str) -> Ar
     return get_model(model_id, field).architecture
 
 
+@last_by_identity  # resolve() and verl's parallel checks ask for the same scenario's (calculator.memo)
 def resolve_architectures(s: Scenario) -> tuple[Architecture, Architecture | None, Architecture | None]:
     """Actor, critic and reward-model architectures (critic/reward default to the actor's)."""
     actor = _arch(s.model.path, s.model.config, "model.config" if s.model.config is not None else "model.path")

@@ -29,6 +29,7 @@ from typing import Any
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import Scenario
+from calculator.memo import last_by_identity
 from calculator.model.architecture import Architecture
 from calculator.names import PHASE_ORDER, Phase
 from calculator.resolve import batching
@@ -327,8 +328,21 @@ Archs = tuple[Architecture, Architecture | None, Architecture | None]
 
 def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
     """Apply verl's rules to ``s`` once (raises ``InputError`` for an unknown model or GPU). ``archs``:
-    the (actor, critic, reward) architectures when the caller already has them (a sweep's memoised ones)."""
-    actor_arch, critic_arch, reward_arch = archs or resolve_architectures(s)
+    the (actor, critic, reward) architectures when the caller already has them (a sweep's memoised ones).
+    Without ``archs`` the last scenario's plan is remembered by identity (``calculator.memo``): the planner
+    resolves a candidate for its KV test and again in its estimate."""
+    if archs is None:
+        return _resolve_last(s)
+    return _resolve(s, archs)
+
+
+@last_by_identity
+def _resolve_last(s: Scenario) -> Resolved:
+    return _resolve(s, resolve_architectures(s))
+
+
+def _resolve(s: Scenario, archs: Archs) -> Resolved:
+    actor_arch, critic_arch, reward_arch = archs
     ver = behaviour(s.verl_version)
     d = _Decider(s)
     has_critic, has_ref, has_reward = need_critic(s), need_reference_policy(s), need_reward_model(s)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
+from calculator.memo import last_by_identity
 from calculator.names import Role, Strategy
 
 
@@ -96,6 +97,7 @@ def _trainer(
     )
 
 
+@last_by_identity  # verl's checks ask for it again for the same scenario (calculator.memo)
 def actor_trainer(s: Scenario) -> TrainerPlan:
     a = s.actor
     return _trainer(
@@ -109,6 +111,7 @@ def actor_trainer(s: Scenario) -> TrainerPlan:
     )
 
 
+@last_by_identity  # verl's checks ask for it again for the same scenario (calculator.memo)
 def critic_trainer(s: Scenario) -> TrainerPlan:
     c = s.critic
     return _trainer(
@@ -122,6 +125,7 @@ def critic_trainer(s: Scenario) -> TrainerPlan:
     )
 
 
+@last_by_identity  # verl's checks ask for it again for the same scenario (calculator.memo)
 def ref_trainer(s: Scenario) -> TrainerPlan:
     """The reference policy's forward-only engine: the actor's strategy and Megatron layout, the ref's FSDP
     section and Ulysses SP (null = the actor's). ``param_offload``: Megatron ``ref.megatron_param_offload``

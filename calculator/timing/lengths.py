@@ -25,6 +25,7 @@ distribution is the same for every prompt (GRPO's n samples of one prompt are co
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -155,8 +156,12 @@ def _clipped_mean(sigma: float, z: float, top: float, clip: float) -> float:
     return top * (math.exp(sigma * sigma / 2 - z * sigma) * _phi(z - sigma) + clip)
 
 
+# A pure function of three numbers (two bisections, ~25 us): an estimate asks for the same distribution from the
+# rollout timer and from every pass's straggler term, and the planner for every candidate of one scenario.
+@functools.lru_cache(maxsize=1024)
 def fit_lengths(mean: float, top: float, clip_ratio: float) -> LengthDistribution:
-    """The clipped log-normal with this mean, max and share of responses truncated at the max."""
+    """The clipped log-normal with this mean, max and share of responses truncated at the max (cached: the
+    result is a frozen record)."""
     top = max(float(top), 1.0)
     mean = min(max(float(mean), 1.0), top)
     if mean >= top or clip_ratio >= 1.0:

@@ -85,6 +85,7 @@ def test_without_step_time_the_minimum_is_recommended(base, monkeypatch):
 
     real = ps.estimate
     monkeypatch.setattr(ps, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
+    monkeypatch.setattr(ps, "with_step_time", lambda report, s: report)  # no time model for fitting ones either
     p = plan(base, gpus=["a100-80gb"])
     row = p.rows[0]
     assert not p.has_step_time

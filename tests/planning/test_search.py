@@ -187,3 +187,17 @@ def test_recommended_is_the_cheapest_candidate(base):
     rec = plan(base, gpus=["h100-80gb"]).rows[0].recommended
     assert rec.cost_per_step == pytest.approx(rec.step_s * rec.num_gpus * price / 3600)
     assert rec.cost_per_million_tokens == pytest.approx(rec.cost_per_step / (rec.tokens_per_s * rec.step_s / 1e6))
+
+
+def test_evaluations_carry_the_estimates_time_exactly_when_they_fit():
+    """The search runs the time model only for candidates that fit (issue #18): a fitting evaluation's report
+    is estimate()'s, time included; a candidate that does not fit has the same memory and no time."""
+    base = load_scenario("qwen2.5-7b-grpo-8xh100")
+    srch = GpuSearch(base, "h100-80gb", max_gpus=64, margin=0.05, allow_lora=False)
+    srch.min_count()
+    evaluated = [ev for ev in srch.cache.values() if ev is not None]
+    assert any(ev.fit.fits for ev in evaluated) and any(not ev.fit.fits for ev in evaluated)
+    for ev in evaluated:
+        full = estimate(ev.scenario, with_warnings=False)
+        assert ev.report.phases == full.phases and ev.report.peak == full.peak
+        assert ev.report.time == (full.time if ev.fit.fits else None)

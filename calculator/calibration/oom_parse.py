@@ -30,6 +30,7 @@ forward runs ``compute_log_prob`` inside ``compute_ref_log_prob``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -200,76 +201,54 @@ def _torch(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
     return None
 
 
+# Engine start-up / wake-up failures, in the order they are tried: (pattern, kind, engine, the numbers it prints).
+# All are rollout failures except the sleep-mode allocator's, which keeps the phase of the stack (a wake-up before
+# the weight sync).
+_ENGINE_EVENTS: tuple[tuple[re.Pattern[str], str, str, Callable[[re.Match[str]], dict[str, float]]], ...] = (
+    (
+        _VLLM_FREE,
+        "vllm_startup_free_memory",
+        "vllm",
+        lambda m: {
+            "free_gib": float(m[1]),
+            "total_gib": float(m[2]),
+            "required_gib": float(m[4]),
+            "allocation_gib": float(m[4]),
+        },
+    ),
+    (
+        _VLLM_MAX_SEQ,
+        "vllm_kv_below_max_model_len",
+        "vllm",
+        lambda m: {
+            "max_model_len": int(m[1]),
+            "required_gib": float(m[2]),
+            "allocation_gib": float(m[2]),
+            "free_gib": float(m[3]),
+        },
+    ),
+    (_VLLM_MAX_SEQ_OLD, "vllm_kv_below_max_model_len", "vllm", lambda m: {"max_model_len": int(m[1])}),
+    (_VLLM_NO_CACHE, "vllm_no_kv_cache", "vllm", lambda m: {}),
+    (_CUMEM, "vllm_wake_up_oom", "vllm", lambda m: {}),
+    # sglang model_runner.init_cuda_graphs: capturing the decode graphs after the KV pool took its share
+    (_SGLANG_GRAPH, "sglang_cuda_graph_oom", "sglang", lambda m: {"allocation_gib": _gib(m[1], m[2])}),
+    (_SGLANG, "sglang_no_kv_cache", "sglang", lambda m: {}),
+)
+
+
 def _engines(text: str, phase: str | None, frames: list[str]) -> OomEvent | None:
-    m = _VLLM_FREE.search(text)
-    if m:
-        return OomEvent(
-            kind="vllm_startup_free_memory",
-            engine="vllm",
-            phase="rollout",
-            frames=frames,
-            free_gib=float(m[1]),
-            total_gib=float(m[2]),
-            required_gib=float(m[4]),
-            allocation_gib=float(m[4]),
-            message=_line_of(text, m.start()),
-        )
-    m = _VLLM_MAX_SEQ.search(text)
-    if m:
-        return OomEvent(
-            kind="vllm_kv_below_max_model_len",
-            engine="vllm",
-            phase="rollout",
-            frames=frames,
-            max_model_len=int(m[1]),
-            required_gib=float(m[2]),
-            allocation_gib=float(m[2]),
-            free_gib=float(m[3]),
-            message=_line_of(text, m.start()),
-        )
-    m = _VLLM_MAX_SEQ_OLD.search(text)
-    if m:
-        return OomEvent(
-            kind="vllm_kv_below_max_model_len",
-            engine="vllm",
-            phase="rollout",
-            frames=frames,
-            max_model_len=int(m[1]),
-            message=_line_of(text, m.start()),
-        )
-    m = _VLLM_NO_CACHE.search(text)
-    if m:
-        return OomEvent(
-            kind="vllm_no_kv_cache", engine="vllm", phase="rollout", frames=frames, message=_line_of(text, m.start())
-        )
-    m = _CUMEM.search(text)
-    if m:
-        return OomEvent(
-            kind="vllm_wake_up_oom",
-            engine="vllm",
-            phase=phase or "rollout",
-            frames=frames,
-            message=_line_of(text, m.start()),
-        )
-    m = _SGLANG_GRAPH.search(text)
-    if m:  # sglang model_runner.init_cuda_graphs: capturing the decode graphs after the KV pool took its share
-        return OomEvent(
-            kind="sglang_cuda_graph_oom",
-            engine="sglang",
-            phase="rollout",
-            frames=frames,
-            allocation_gib=_gib(m[1], m[2]),
-            message=_line_of(text, m.start()),
-        )
-    m = _SGLANG.search(text)
-    if m:
-        return OomEvent(
-            kind="sglang_no_kv_cache",
-            engine="sglang",
-            phase="rollout",
-            frames=frames,
-            message=_line_of(text, m.start()),
-        )
+    for pattern, kind, engine, numbers in _ENGINE_EVENTS:
+        m = pattern.search(text)
+        if m:
+            where = (phase or "rollout") if pattern is _CUMEM else "rollout"
+            return OomEvent(
+                kind=kind,
+                engine=engine,
+                phase=where,
+                frames=frames,
+                message=_line_of(text, m.start()),
+                **numbers(m),  # type: ignore[arg-type]
+            )
     return None
 
 

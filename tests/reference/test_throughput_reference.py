@@ -172,60 +172,23 @@ def test_nemo_rl_llama31_8b_16xh100():
     NeMo RL turns ``activation_checkpointing`` into Megatron-core recompute_granularity full, method uniform,
     1 layer per group (nemo_rl/models/policy/workers/megatron_policy_worker.py, _apply_performance_config),
     which verl spells actor.megatron.override_transformer_config.recompute_*.
-    Published: 97.7 s per step (1,562 tokens/s/GPU). Model: 87.2 s."""
-    step = nemo_case(
-        "llama3.1-8b",
-        16,
-        1060,
-        {
-            "rollout.tensor_model_parallel_size": 1,
-            "actor.megatron.pipeline_model_parallel_size": 2,
-            "actor.megatron.recompute_granularity": "full",
-            "actor.megatron.recompute_method": "uniform",
-            "actor.megatron.recompute_num_layers": 1,
-            "rollout.log_prob_max_token_len_per_gpu": 8192,
-            "ref.log_prob_max_token_len_per_gpu": 8192,
-        },
-    )
+    Published: 97.7 s per step (1,562 tokens/s/GPU). Model: 86.0 s."""
+    step = nemo_case(*LLAMA8B)
     assert step == pytest.approx(97.7, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
 
 
 def test_nemo_rl_qwen3_32b_32xh100():
     """NeMo RL v0.4, same GRPO setup: Qwen3-32B, 32 GPUs (4 nodes), G-average sequence 3,206 tokens, generation
     TP 4, Megatron TP 4 PP 4 with sequence parallel, no activation checkpointing (recipe grpo-qwen3-32b-4n8g.yaml),
-    logprob micro-batch 4 x 4096. Published: 393 s per step (540 tokens/s/GPU). Model: 337 s."""
-    step = nemo_case(
-        "qwen3-32b",
-        32,
-        3206,
-        {
-            "rollout.tensor_model_parallel_size": 4,
-            "actor.megatron.tensor_model_parallel_size": 4,
-            "actor.megatron.pipeline_model_parallel_size": 4,
-            "model.enable_gradient_checkpointing": False,
-            "rollout.log_prob_max_token_len_per_gpu": 16384,
-            "ref.log_prob_max_token_len_per_gpu": 16384,
-        },
-    )
+    logprob micro-batch 4 x 4096. Published: 393 s per step (540 tokens/s/GPU). Model: 336 s."""
+    step = nemo_case(*QWEN32B)
     assert step == pytest.approx(393, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
 
 
 def test_nemo_rl_qwen3_30b_a3b_32xh100():
     """NeMo RL v0.4, same GRPO setup: Qwen3-30B-A3B, 32 GPUs, G-average sequence 3,154 tokens, generation TP 4,
-    Megatron TP 2 EP 8, token-dropless MoE. Published: 225 s per step (925 tokens/s/GPU). Model: 147.7 s."""
-    step = nemo_case(
-        "qwen3-30b-a3b",
-        32,
-        3154,
-        {
-            "rollout.tensor_model_parallel_size": 4,
-            "actor.megatron.tensor_model_parallel_size": 2,
-            "actor.megatron.expert_model_parallel_size": 8,
-            "model.enable_gradient_checkpointing": False,
-            "rollout.log_prob_max_token_len_per_gpu": 16384,
-            "ref.log_prob_max_token_len_per_gpu": 16384,
-        },
-    )
+    Megatron TP 2 EP 8, token-dropless MoE. Published: 225 s per step (925 tokens/s/GPU). Model: 147.5 s."""
+    step = nemo_case(*QWEN30B_A3B)
     assert step == pytest.approx(225, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
 
 
@@ -233,19 +196,7 @@ def test_nemo_rl_moe_gap_stays_documented():
     """Guard for the remaining gap: the MoE case stays between 0.55x and 0.8x of published (it was 0.33x before
     issue 15's all-to-all over the NIC, load imbalance, per-tensor refit and engine CPU time), so a change in the
     model shows up here instead of silently."""
-    step = nemo_case(
-        "qwen3-30b-a3b",
-        32,
-        3154,
-        {
-            "rollout.tensor_model_parallel_size": 4,
-            "actor.megatron.tensor_model_parallel_size": 2,
-            "actor.megatron.expert_model_parallel_size": 8,
-            "model.enable_gradient_checkpointing": False,
-            "rollout.log_prob_max_token_len_per_gpu": 16384,
-            "ref.log_prob_max_token_len_per_gpu": 16384,
-        },
-    )
+    step = nemo_case(*QWEN30B_A3B)
     assert 225 * 0.55 < step < 225 * 0.8
 
 

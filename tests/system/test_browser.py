@@ -11,7 +11,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from urllib.parse import urlencode, urlparse
 
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from calculator import estimate, load_scenario
 from tests.support.hostile import PAYLOAD
 from tests.support.paths import ROOT
-from tests.support.server import CHROMIUM_ARGS, Server, streamlit_server
+from tests.support.server import Server
 from ui import keys
 from ui.i18n import tr
 from ui.state import DEFAULT_PRESET
@@ -38,23 +37,11 @@ def default_peak(overrides: dict | None = None) -> str:
     return f"{estimate(load_scenario(DEFAULT_PRESET, overrides=overrides or {})).peak.gib_per_gpu:.2f} GiB"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with streamlit_server() as srv:
-        yield srv
-    assert "Traceback" not in srv.log_text(), srv.log_text()[-3000:]
-
-
 @pytest.fixture()
-def page(server: Server, sync_api: ModuleType, chromium: str) -> Iterator:
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            pg = browser.new_page(viewport={"width": 1600, "height": 1250})
-            pg.set_default_timeout(30_000)
-            yield pg
-        finally:
-            browser.close()
+def page(browser) -> Iterator:
+    pg = browser.new_page(viewport={"width": 1600, "height": 1250})
+    pg.set_default_timeout(30_000)
+    yield pg
 
 
 def metric_value(pg, label: str):

@@ -7,7 +7,6 @@ Run: ``python3 -m pytest -m system -n 0 tests/system/test_layout.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import urlencode
@@ -15,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 
 from calculator import estimate, load_scenario
-from tests.support.server import CHROMIUM_ARGS, Server, streamlit_server
+from tests.support.server import Server
 from ui import keys
 from ui.i18n import tr
 from ui.state import DEFAULT_PRESET
@@ -45,23 +44,6 @@ INSIDE_COLUMN_JS = """(selector) => [...document.querySelectorAll(selector)].map
   return a.width === 0 || (a.left >= b.left - 1 && a.right <= b.right + 1);  // width 0: a hidden help icon
 })"""
 METRIC_PARTS = '[data-testid="stMetricValue"], [data-testid="stMetricLabel"], [data-testid="stMetricDelta"]'
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with streamlit_server() as srv:
-        yield srv
-    assert "Traceback" not in srv.log_text(), srv.log_text()[-3000:]
-
-
-@pytest.fixture()
-def browser(server: Server, sync_api: ModuleType, chromium: str) -> Iterator:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _open(browser, server: Server, sync_api: ModuleType, size: tuple[int, int], query: dict[str, str]):
@@ -114,6 +96,11 @@ def test_collapsed_sidebar_widens_the_content(server: Server, browser, sync_api:
     pg.locator('[data-testid="stSidebar"]').hover()
     pg.locator('[data-testid="stSidebarCollapseButton"] button').click()
     sync_api.expect(pg.locator('[data-testid="stSidebar"]')).to_have_attribute("data-collapsed", "true")
+    # the sidebar slides out over a transition: wait until it has left the viewport, then measure
+    pg.wait_for_function(
+        "(() => { const r = document.querySelector('[data-testid=\"stSidebar\"]')?.getBoundingClientRect();"
+        " return !r || r.width < 5 || r.right <= 5; })()"
+    )
     pg.wait_for_function(f"document.querySelector('[data-testid=\"stMainBlockContainer\"]').offsetWidth > {width_open}")
     sidebar = pg.locator('[data-testid="stSidebar"]').bounding_box()
     assert sidebar is None or sidebar["width"] < 5 or sidebar["x"] + sidebar["width"] <= 5, sidebar

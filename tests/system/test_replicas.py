@@ -79,15 +79,19 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60) -> No
         time.sleep(0.3)  # processes that are starting: nothing to wait on but time
 
 
-@pytest.fixture(scope="module")
-def replicas():
-    """``python -m deploy.replicas --replicas 2`` on free loopback ports; yields (url, process)."""
+def _start_replicas() -> tuple[str, subprocess.Popen]:
+    """``python -m deploy.replicas --replicas 2`` on free loopback ports: (proxy url, process), not yet healthy."""
     _require_nginx()
     port, first = free_port(), free_port()
     cmd = [sys.executable, "-m", "deploy.replicas", "--replicas", "2", "--port", str(port)]
     cmd += ["--address", "127.0.0.1", "--first-replica-port", str(first)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}", subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+
+
+@pytest.fixture(scope="module")
+def replicas():
+    """``python -m deploy.replicas --replicas 2`` on free loopback ports; yields (url, process)."""
+    url, proc = _start_replicas()
     try:
         _wait_healthy(url, proc)
         yield url, proc
@@ -129,12 +133,8 @@ def test_a_session_stays_on_its_replica(replicas):
 
 
 def test_sigterm_stops_every_process():
-    _require_nginx()
-    port, first = free_port(), free_port()
-    cmd = [sys.executable, "-m", "deploy.replicas", "--replicas", "2", "--port", str(port)]
-    cmd += ["--address", "127.0.0.1", "--first-replica-port", str(first)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-    _wait_healthy(f"http://127.0.0.1:{port}", proc)
+    url, proc = _start_replicas()
+    _wait_healthy(url, proc)
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert len(children) == 3  # two replicas and nginx
     proc.send_signal(signal.SIGTERM)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from calculator.inputs.placement import PlacementSection
 from calculator.memory.context import Context
-from calculator.memory.pools import PoolMemory
+from calculator.memory.pools import CHECKPOINT_ENGINE_BUFFER_MIB, PoolMemory
 from calculator.names import Phase
 from calculator.report.models import TimeOut
 from calculator.resolve.placement import PlacementPlan
@@ -63,12 +63,13 @@ from calculator.timing.overheads import add_overheads, num_weight_tensors
 from calculator.timing.rollout import rollout_time
 from calculator.timing.step import PHASE_TIMERS
 from calculator.timing.summary import time_report
+from calculator.units import MIB_BYTES
 
 # One NCCL broadcast call issued from Python (ray.util.collective + load_weights per tensor): fully_async.md's
 # checkpoint-engine ablation, Qwen2.5-Math-7B 4+4 ranks without the checkpoint engine: 0.12 s for 339 tensors of
 # which ~0.05 s is 15 GB at NVLink speed: (0.12 - 0.05) / 339 ≈ 0.2 ms per call.
 BROADCAST_CALL_S = 0.2e-3
-CHECKPOINT_BUCKET_BYTES = 4096 * 2**20  # async_training.checkpoint_engine.device_buffer_size_M default
+CHECKPOINT_BUCKET_BYTES = CHECKPOINT_ENGINE_BUFFER_MIB * MIB_BYTES  # the bucket calculator.memory.pools charges
 WAIT = "wait_prev_gen"
 
 

@@ -65,6 +65,7 @@ EP's combine may replace, detokenisation and rule-based reward on CPU.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from calculator.inputs.histogram import parse_histogram
@@ -219,6 +220,10 @@ class DecodeStep:
             bw = collective_bytes_per_s(s, ctx.gpu, self.ep)
             self.a2a_fixed = 2 * arch.num_moe_layers * tp_allreduce_latency_s(s, self.ep)
             self.a2a_per_seq = 2 * arch.num_moe_layers * (self.dp - 1) * arch.hidden_size * 2 / bw
+        self.attn_per_token_ctx = max(self.kv_per_token / self.hbm, self.attn_per_ctx / self.flops)
+        self.dense_weight_bytes = self.dense * self.wbytes / self.tp
+        self.host_us = s.efficiency.decode_step_host_us
+        self.host_us_per_seq = s.efficiency.decode_step_host_us_per_seq
 
     def ep_seconds(self, b: float) -> float:
         """Expert-parallel dispatch + combine of one step with ``b`` sequences per DP rank (0 without EP)."""
@@ -227,7 +232,7 @@ class DecodeStep:
     def weight_bytes(self, b: float) -> float:
         """Weights read per step per GPU; MoE reads only the experts some token of the batch chose."""
         if not self.experts:
-            return self.dense * self.wbytes / self.tp
+            return self.dense_weight_bytes
         a = self.arch
         # with EP every rank serves the tokens of all DP ranks for its E / EP experts
         tokens = b * self.dp if self.ep > self.tp else b
@@ -241,17 +246,28 @@ class DecodeStep:
         engine's scheduler / sampler CPU time (``engine_step_host_seconds``) adds to every step."""
         # Per kernel class, each at its own roofline (they run one after another, not overlapped): the weight
         # GEMMs, the attention over the KV cache, the sampler's full-vocab logits (memory-bound).
-        gemms = max(self.weight_bytes(b) / self.hbm, b * 2.0 * self.n_active / self.flops)
-        attention = b * context * max(self.kv_per_token / self.hbm, self.attn_per_ctx / self.flops)
-        body = gemms + attention + b * self.sampler_per_seq / self.hbm
-        comm = (self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0) + self.ep_seconds(b)
+        hbm = self.hbm
+        gemms = max(self.weight_bytes(b) / hbm, b * 2.0 * self.n_active / self.flops)
+        body = gemms + b * context * self.attn_per_token_ctx + b * self.sampler_per_seq / hbm
+        comm = self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0
+        if self.ep > self.tp:
+            comm += self.a2a_fixed + b * self.a2a_per_seq
         launch = max(0.0, self.host_s - body - comm) if b > self.graph_top else 0.0
-        return body, comm, launch, engine_step_host_seconds(self.s, b)
+        # = engine_step_host_seconds(s, b)
+        return body, comm, launch, (self.host_us + self.host_us_per_seq * b) * 1e-6
 
 
 def concurrency(ctx: Context) -> int:
     """Sequences one replica runs at once: KV blocks at the mean lengths, capped by max_num_seqs."""
     return max_concurrent_sequences(ctx.rollout, ctx.r.rollout.max_num_seqs, ctx.r.lengths.sequence)
+
+
+@functools.lru_cache(maxsize=256)
+def _last_wave_grid(dist: LengthDistribution | HistogramLengths) -> tuple[tuple[float, float], ...]:
+    """(t, P(R > t)) at the ``GRID_POINTS`` midpoints of [0, longest]: a pure function of the (frozen, hashable)
+    distribution, which a sweep over GPUs, TP or batch settings shares (issue #18)."""
+    dt = dist.longest / GRID_POINTS
+    return tuple(((j + 0.5) * dt, dist.survival((j + 0.5) * dt)) for j in range(GRID_POINTS))
 
 
 def _decode(
@@ -274,17 +290,29 @@ def _decode(
         "steady_ctx": steady_ctx,
     }
     # Last wave: `wave` sequences finishing one by one; the longest reaches max_response_length.
+    decode, tail, comm_s, a2a_s = out["decode"], 0.0, out["tp_allreduce"], out["ep_all_to_all"]
+    launch_s, host_s = out["host_launch"], out["engine_host"]
     dt = dist.longest / GRID_POINTS
-    for j in range(GRID_POINTS):
-        t = (j + 0.5) * dt
-        b = max(1.0, wave * dist.survival(t))
+    for t, surv in _last_wave_grid(dist):
+        b = max(1.0, wave * surv)
         body, comm, launch, host = step.seconds(b, prompt + t)
-        out["decode" if t < mean_r else "long_tail"] += body * dt
+        if t < mean_r:
+            decode += body * dt
+        else:
+            tail += body * dt
         a2a = step.ep_seconds(b)
-        out["tp_allreduce"] += (comm - a2a) * dt
-        out["ep_all_to_all"] += a2a * dt
-        out["host_launch"] += launch * dt
-        out["engine_host"] += host * dt
+        comm_s += (comm - a2a) * dt
+        a2a_s += a2a * dt
+        launch_s += launch * dt
+        host_s += host * dt
+    out.update(
+        decode=decode,
+        long_tail=tail,
+        tp_allreduce=comm_s,
+        ep_all_to_all=a2a_s,
+        host_launch=launch_s,
+        engine_host=host_s,
+    )
     return out
 
 

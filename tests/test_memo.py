@@ -33,3 +33,31 @@ def test_resolve_and_context_are_shared_only_for_the_same_scenario():
     copy = s.model_copy()
     assert resolve(copy) is not resolve(s)
     assert resolve(copy) == resolve(s)
+
+
+def test_reloaded_presets_are_read_again_for_the_same_scenario(tmp_path, monkeypatch):
+    """A scenario estimated, its team GPU preset edited and the presets reloaded (``clear_cache``): estimating
+    the very same scenario object again reads the new preset, not the plan remembered by identity."""
+    import yaml
+
+    from calculator import Scenario, estimate
+    from calculator.inputs.presets import PRESETS_DIR
+    from tests.support.presets_env import presets_dir
+
+    gpu = yaml.safe_load((PRESETS_DIR / "gpus" / "h100-80gb.yaml").read_text())
+    gpu.update(id="team-gpu", name="Team GPU")
+    (tmp_path / "gpus").mkdir()
+    target = tmp_path / "gpus" / "team-gpu.yaml"
+    target.write_text(yaml.safe_dump(gpu))
+    with presets_dir(monkeypatch, tmp_path):
+        data = load_scenario("qwen2.5-7b-grpo-8xh100").model_dump()
+        data["hardware"]["gpu"] = "team-gpu"
+        s = Scenario.model_validate(data)
+        before = estimate(s).hardware.usable_memory_gib
+        gpu.update(memory_gb=gpu["memory_gb"] * 2, usable_memory_gib=gpu["usable_memory_gib"] * 2)
+        target.write_text(yaml.safe_dump(gpu))
+        from calculator.inputs.presets import clear_cache
+
+        clear_cache()
+        after = estimate(s).hardware.usable_memory_gib
+    assert after == 2 * before  # the edited preset was read

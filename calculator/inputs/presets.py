@@ -42,6 +42,7 @@ from calculator.inputs.readers import (
     yaml_files,
 )
 from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
+from calculator.memo import forget_all
 
 # The bounded readers live in calculator.inputs.readers; these names stay importable from here.
 __all__ = [
@@ -206,9 +207,11 @@ def _scenarios() -> _Loaded[dict[str, Any]]:
 
 
 def clear_cache() -> None:
-    """Forget loaded presets (after the presets directory changed)."""
+    """Forget loaded presets (after the presets directory changed), and every result remembered from them
+    (``calculator.memo.forget_all``)."""
     for fn in (_models, _gpus, _scenarios):
         fn.cache_clear()
+    forget_all()
 
 
 def _checked(loaded: _Loaded[T], strict: bool) -> dict[str, T]:

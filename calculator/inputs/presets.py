@@ -41,8 +41,8 @@ from calculator.inputs.readers import (
     read_yaml_text,
     yaml_files,
 )
-from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
 from calculator.memo import forget_all
+from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
 
 # The bounded readers live in calculator.inputs.readers; these names stay importable from here.
 __all__ = [

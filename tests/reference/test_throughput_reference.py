@@ -12,6 +12,8 @@ Megatron policy around generation, as NeMo RL does):
 - NeMo RL v0.4 GRPO Qwen3-32B, 32 x H100:                     337 s / 393 s  (0.86)
 - vLLM decode, batch 1, Llama-3.1-8B, H100: 7.17 ms / 6.48 ms per token (1.11)
 - vLLM decode, batch 1, Llama-3.1-8B, A100-40GB: 15.2 ms / 13.3 ms per token (1.14)
+- NeMo RL v0.4 GRPO Qwen3-235B-A22B, 128 x H100, vLLM TP 16:  260 s / 506 s (0.51) } strict xfails: the large-MoE
+- NeMo RL v0.4 GRPO DeepSeek-V3, 256 x H100, vLLM TP 32:       84.8 s / 154 s (0.55) } gap (LARGE_MOE_GAP)
 
 NeMo RL is not verl: it trains with Megatron-core and generates with vLLM colocated on the same
 GPUs, one synchronous step after another, which is the mechanism rlplan models. Its batch
@@ -107,6 +109,60 @@ QWEN30B_A3B = (
 )
 
 
+# The two large-MoE rows of the same table (on-policy, DGX-H100). NeMo RL's ``max_total_sequence_length`` bounds
+# prompt + response; it is also the packing budget (train_micro_batch_size 1) and vLLM's max_model_len.
+# ``activation_checkpointing: true`` is recompute full / uniform / 1 layer, as for LLAMA8B. Megatron-Bridge's
+# Qwen3-MoE and DeepSeek-V3 recipes set expert_tensor_parallel_size 1 (the expert group is EP x PP x DP, not
+# ETP = TP x EP x PP, which would exceed 128 GPUs for the 235B row).
+def _large_moe(max_total: int, prompts: int, generations: int) -> dict:
+    return {
+        "rollout.n": generations,
+        "data.train_batch_size": prompts,
+        "data.max_response_length": max_total - 256,
+        "rollout.max_model_len": max_total,
+        "actor.ppo_max_token_len_per_gpu": max_total,
+        "rollout.log_prob_max_token_len_per_gpu": max_total,
+        "ref.log_prob_max_token_len_per_gpu": max_total,
+        "actor.megatron.expert_tensor_parallel_size": 1,
+        "actor.megatron.recompute_granularity": "full",
+        "actor.megatron.recompute_method": "uniform",
+        "actor.megatron.recompute_num_layers": 1,
+    }
+
+
+QWEN235B = (  # recipe grpo-qwen3-235b-16n8g.yaml: 16 prompts x 32 generations
+    "qwen3-235b-a22b",
+    128,
+    5671,
+    {
+        **_large_moe(8192, 16, 32),
+        "rollout.tensor_model_parallel_size": 16,
+        "actor.megatron.tensor_model_parallel_size": 2,
+        "actor.megatron.sequence_parallel": True,
+        "actor.megatron.context_parallel_size": 2,
+        "actor.megatron.expert_model_parallel_size": 16,
+        "actor.megatron.pipeline_model_parallel_size": 8,
+    },
+)
+DEEPSEEK_V3 = (  # recipe grpo-deepseek-v3-32n8g.yaml: 32 prompts x 16 generations
+    "deepseek-v3",
+    256,
+    745,
+    {
+        **_large_moe(1536, 32, 16),
+        "rollout.tensor_model_parallel_size": 32,
+        "actor.megatron.expert_model_parallel_size": 16,
+        "actor.megatron.pipeline_model_parallel_size": 16,
+    },
+)
+LARGE_MOE_GAP = (
+    "Large MoE runs are predicted at about half their published step (Qwen3-235B 260 s / 506 s = 0.51x, DeepSeek-V3 84.8 s / 154 s = 0.55x, "
+    "2026-11-24), below the +-40% band; the published table gives only the step, so which phase misses is not "
+    "known (candidates: MoE decode kernels below the HBM roofline, NCCL all-reduce latency of a TP group spanning "
+    "2-4 nodes, Megatron MoE training efficiency at RL batch sizes). Recorded, not tuned away."
+)
+
+
 def _nemo_report(case):
     model, num_gpus, avg_seq_len, extra = case
     ov = {
@@ -138,12 +194,19 @@ class PublicCase:
     tolerance: float  # relative, both ways
     predict: Callable[[], tuple[float, dict]]
     source: str
+    known_gap: bool = False  # outside its tolerance, recorded as a strict xfail (LARGE_MOE_GAP)
 
 
 PUBLIC_CASES = [
     PublicCase("nemo-llama3.1-8b-16xh100", 97.7, STEP_TOLERANCE, lambda: _nemo_report(LLAMA8B), NEMO_RL_TABLE),
     PublicCase("nemo-qwen3-32b-32xh100", 393.0, STEP_TOLERANCE, lambda: _nemo_report(QWEN32B), NEMO_RL_TABLE),
     PublicCase("nemo-qwen3-30b-a3b-32xh100", 225.0, STEP_TOLERANCE, lambda: _nemo_report(QWEN30B_A3B), NEMO_RL_TABLE),
+    PublicCase(
+        "nemo-qwen3-235b-a22b-128xh100", 506.0, STEP_TOLERANCE, lambda: _nemo_report(QWEN235B), NEMO_RL_TABLE, True
+    ),
+    PublicCase(
+        "nemo-deepseek-v3-256xh100", 154.0, STEP_TOLERANCE, lambda: _nemo_report(DEEPSEEK_V3), NEMO_RL_TABLE, True
+    ),
     PublicCase(
         "vllm-decode-llama3.1-8b-h100-b1",
         6.48e-3,
@@ -192,6 +255,20 @@ def test_nemo_rl_qwen3_30b_a3b_32xh100():
     assert step == pytest.approx(225, rel=STEP_TOLERANCE), f"{NEMO_RL_TABLE}: model {step:.1f} s"
 
 
+@pytest.mark.parametrize(("case", "published"), [(QWEN235B, 506.0), (DEEPSEEK_V3, 154.0)], ids=["qwen3-235b", "dsv3"])
+def test_large_moe_runs_fit_and_gap_stays_documented(case, published):
+    """The two large-MoE rows (LARGE_MOE_GAP): the published configuration fits and its engine starts in the
+    model (NeMo RL ran it), and the predicted step stays between 0.4x and 0.7x of published, so a change in the
+    model shows up here instead of silently."""
+    model, num_gpus, avg_seq_len, extra = case
+    ov = {**NEMO_GRPO, "model.path": model, "hardware.num_gpus": num_gpus, **extra}
+    ov["data.mean_response_length"] = avg_seq_len - MEAN_PROMPT
+    r = estimate(load_scenario(None, overrides=ov))
+    assert r.peak.fits and r.rollout.starts, r.peak.reasons
+    assert r.time is not None and r.time.step_s is not None
+    assert published * 0.4 < r.time.step_s < published * 0.7
+
+
 def test_nemo_rl_moe_gap_stays_documented():
     """Guard for the remaining gap: the MoE case stays between 0.55x and 0.8x of published (it was 0.33x before
     issue 15's all-to-all over the NIC, load imbalance, per-tensor refit and engine CPU time), so a change in the
@@ -231,7 +308,14 @@ def test_vllm_decode_llama31_8b_a100_40gb_batch1():
     assert decode_step_seconds(ctx, 1, 1024 + 64) == pytest.approx(1 / 75, rel=DECODE_TOLERANCE)
 
 
-@pytest.mark.parametrize("case", PUBLIC_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=LARGE_MOE_GAP)) if c.known_gap else c
+        for c in PUBLIC_CASES
+    ],
+    ids=lambda c: c.id,
+)
 def test_public_case_within_tolerance_table(case, capsys):
     """Every public case of the table (also printed by ``python -m benchmarks.bench_time_fidelity``) within its
     stated tolerance, except the MoE step documented as a known gap above."""

@@ -40,6 +40,7 @@ from calculator.verl.checks.resolved import (
     need_critic,
     need_ref,
     padded_batch,
+    ref_dp,
 )
 
 
@@ -142,7 +143,7 @@ def _log_prob_micro_rules(s: Scenario) -> list[ConfigProblem]:
         passes.append(
             (
                 "ref.log_prob_micro_batch_size_per_gpu",
-                max(1, s.hardware.num_gpus // _ref_sp(s)),
+                ref_dp(s),
                 s.ref.log_prob_micro_batch_size_per_gpu,
                 _ref_dynamic(s),
             )

@@ -35,6 +35,7 @@ __all__ = [
     "need_critic",
     "need_ref",
     "padded_batch",
+    "ref_dp",
 ]
 
 _megatron_mp = megatron_model_parallel
@@ -70,6 +71,11 @@ def _critic_sp(s: Scenario) -> int:
 def actor_dp(s: Scenario) -> int:
     """Data-parallel size of the actor engine (FSDP: world / Ulysses SP; Megatron: world / (TP*PP*CP))."""
     return actor_trainer(s).dp
+
+
+def ref_dp(s: Scenario) -> int:
+    """Data-parallel size of the reference policy's engine (the actor's strategy and Megatron layout)."""
+    return ref_trainer(s).dp
 
 
 def critic_dp(s: Scenario) -> int:

@@ -83,6 +83,19 @@ BAD: list[tuple[str, dict[str, Any], dict[str, Any], str, str, str]] = [
         "ref.log_prob_micro_batch_size_per_gpu (48)",
     ),
     (
+        # The Megatron ref shares the actor's layout: DP = 8 GPUs / TP 2 = 4 ranks of 1280 sequences each.
+        GRPO,
+        {
+            "actor.strategy": "megatron",
+            "actor.megatron.tensor_model_parallel_size": 2,
+            "ref.log_prob_micro_batch_size_per_gpu": 48,
+        },
+        {},
+        "log_prob_micro_divides_batch",
+        "error",
+        "log-probs for 1280 sequences (5120 after padding / DP 4), not a multiple of ref.log_prob_micro_batch_size_per_gpu",
+    ),
+    (
         GRPO,
         {"rollout.log_prob_micro_batch_size_per_gpu": None},
         {},
@@ -173,6 +186,16 @@ GOOD: list[tuple[str, dict[str, Any], str]] = [
     (GRPO, {"actor.ppo_mini_batch_size": 8, "rollout.n": 1}, "mini_batch_dp"),
     (GRPO, {"actor.ppo_micro_batch_size_per_gpu": 40}, "micro_divides_mini"),
     (GRPO, {"rollout.log_prob_micro_batch_size_per_gpu": 64}, "log_prob_micro_divides_batch"),
+    (
+        # 1280 sequences per Megatron ref rank (DP 4) divide by 256; the FSDP count (DP 8, 640) would not.
+        GRPO,
+        {
+            "actor.strategy": "megatron",
+            "actor.megatron.tensor_model_parallel_size": 2,
+            "ref.log_prob_micro_batch_size_per_gpu": 256,
+        },
+        "log_prob_micro_divides_batch",
+    ),
     (GRPO, {"actor.use_dynamic_bsz": True, "ref.log_prob_micro_batch_size_per_gpu": None}, "micro_batch_required"),
     (GRPO, {"actor.use_dynamic_bsz": True}, "dynamic_bsz_mismatch"),
     (GRPO, {"actor.use_dynamic_bsz": True, "actor.ppo_max_token_len_per_gpu": 1536}, "dynamic_token_budget"),

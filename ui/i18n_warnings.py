@@ -21,10 +21,22 @@ PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             rf"vLLM will refuse to start: free memory at startup (?P<free>{_N}) GiB < gpu_memory_utilization "
             rf"(?P<util>{_N}) x (?P<usable>{_N}) GiB = (?P<req>{_N}) GiB \(the trainer's model shards are already "
-            r"resident\)\. Lower rollout\.gpu_memory_utilization or set actor\.fsdp_config\.param_offload=true\.$",
+            r"resident\)\. Lower rollout\.gpu_memory_utilization or set (?P<key>[a-z_.]+)=true\.$",
             "vLLM 将无法启动：启动时空闲显存 {free} GiB < gpu_memory_utilization {util} × {usable} GiB = {req} GiB"
-            "（训练器的模型分片已常驻显存）。请降低 rollout.gpu_memory_utilization，或设置 "
-            "actor.fsdp_config.param_offload=true。",
+            "（训练器的模型分片已常驻显存）。请降低 rollout.gpu_memory_utilization，或设置 {key}=true。",
+        ),
+        (
+            rf"vLLM will refuse to start: free memory at startup (?P<free>{_N}) GiB < gpu_memory_utilization "
+            rf"(?P<util>{_N}) x (?P<usable>{_N}) GiB = (?P<req>{_N}) GiB \(the trainer's model shards are already "
+            r"resident\)\. Lower rollout\.gpu_memory_utilization\.$",
+            "vLLM 将无法启动：启动时空闲显存 {free} GiB < gpu_memory_utilization {util} × {usable} GiB = {req} GiB"
+            "（训练器的模型分片已常驻显存）。请降低 rollout.gpu_memory_utilization。",
+        ),
+        (
+            rf"the trainer runs out of memory at init, before vLLM starts: its start-up state exceeds the usable "
+            rf"(?P<usable>{_N}) GiB by (?P<over>{_N}) GiB\. Fix: (?P<fix>.+)\.$",
+            "训练器在 vLLM 启动前的初始化阶段就会显存不足：启动时的常驻状态超出可用的 {usable} GiB 共 {over} GiB。"
+            "修复：{fix}。",
         ),
         (
             rf"rollout engine has no memory for the KV cache: budget (?P<budget>{_N} GiB) - weights (?P<w>{_N} GiB) - "

@@ -27,17 +27,17 @@ from dataclasses import dataclass
 from calculator.memory.context import Context
 from calculator.memory.engine import EngineBudget
 from calculator.memory.host import HostMemory, host_reason
+from calculator.memory.residency import RESIDENCY, Use
+from calculator.names import Phase, Strategy
 from calculator.report.models import PhaseMemory, RolloutOut
+from calculator.resolve.resolved import Resolved
+from calculator.resolve.roles import TrainerPlan
 from calculator.units import GIB_BYTES
 from calculator.verl.checks.problem import ConfigProblem, rejections
 
-# The plain fix for a phase over the limit, by its largest component (name suffix or name).
+# The plain fix for a phase over the limit, by its largest component (name suffix or name). A trained role's
+# params / grads / optimizer get the fix of that role's engine (``_state_fix``).
 _FIX_BY_COMPONENT: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("_optimizer",), "offload the optimizer (actor.fsdp_config.optimizer_offload=true) or use more GPUs"),
-    (
-        ("_params", "_grads"),
-        "shard over more GPUs or offload the parameters (actor.fsdp_config.param_offload=true)",
-    ),
     (
         ("_activations",),
         "use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), "
@@ -50,28 +50,68 @@ _FIX_BY_COMPONENT: tuple[tuple[tuple[str, ...], str], ...] = (
     ),
 )
 _FIX_DEFAULT = "use more GPUs (the advisor ranks the changes)"
+_SECTIONS = {"actor": ("actor.fsdp_config", "actor.megatron"), "critic": ("critic.fsdp", "critic.megatron")}
+
+
+def _state_fix(plan: TrainerPlan, kind: str, phase: str) -> str:
+    """The fix for a trained role's ``params`` / ``grads`` / ``optimizer`` over the limit, in that role's own
+    engine keys, skipping what is already on. ``*_offload`` moves state to CPU only while the role is idle: verl
+    loads params back for the role's passes and the optimizer for its update (``calculator.memory.phases.role_state``),
+    so there only a CPU optimizer step (Megatron ``optimizer_cpu_offload``; FSDP2 ``offload_policy``, which keeps
+    params, grads and optimizer on CPU throughout) or more GPUs lowers it."""
+    role = str(plan.role)
+    section = _SECTIONS[role][1 if plan.is_megatron else 0]
+    more = "more GPUs or more model parallelism (TP / PP / EP)" if plan.is_megatron else "more GPUs"
+    row = RESIDENCY[Phase(phase)]
+    use = row.actor if role == "actor" else row.critic
+    if kind == "optimizer":
+        needed, flag = use is Use.UPDATE, "optimizer_offload"
+        already = plan.optimizer_offload
+    else:
+        needed, flag = use is not Use.IDLE, "param_offload"
+        already = plan.param_offload
+    if not needed and not already:
+        return f"offload the {kind} while the {role} is idle ({section}.{flag}=true) or use {more}"
+    if (
+        plan.is_megatron
+        and kind == "optimizer"
+        and not (plan.megatron.optimizer_cpu_offload and plan.megatron.optimizer_offload_fraction >= 1)
+    ):
+        return f"step the optimizer on the CPU ({section}.optimizer_cpu_offload=true) or use {more}"
+    if plan.strategy is Strategy.FSDP2 and not plan.cpu_offload_policy:
+        return f"keep the {role}'s params, grads and optimizer on the CPU ({section}.offload_policy=true) or use {more}"
+    return f"use {more}"
 
 
 def _gib(b: float) -> str:
     return f"{b / GIB_BYTES:.2f} GiB"
 
 
-def memory_fix(phase: PhaseMemory) -> str:
-    """The plain instruction for a phase over the limit, chosen by its largest component."""
+def memory_fix(phase: PhaseMemory, r: Resolved | None = None) -> str:
+    """The plain instruction for a phase over the limit, chosen by its largest component (for a trained role's
+    state, in that role's engine keys: ``_state_fix``, with ``r`` the resolved plan)."""
     if not phase.components:
         return _FIX_DEFAULT
     top = max(phase.components, key=lambda c: c.bytes).name
+    role, _, kind = top.partition("_")
+    plan = {"actor": r.actor, "critic": r.critic}.get(role) if r is not None else None
+    if plan is not None and kind in ("params", "grads", "optimizer"):
+        return _state_fix(plan, kind, str(phase.name))
     for names, fix in _FIX_BY_COMPONENT:
         if top.endswith(names):
             return fix
+    if top.endswith(("_params", "_grads", "_optimizer")):
+        return (
+            "shard over more GPUs or offload the role's state while it is idle (*.param_offload / *.optimizer_offload)"
+        )
     return _FIX_DEFAULT
 
 
-def _memory_reason(label: str, phase: PhaseMemory, usable: int) -> str:
+def _memory_reason(label: str, phase: PhaseMemory, usable: int, r: Resolved) -> str:
     top = max(phase.components, key=lambda c: c.bytes).name if phase.components else "-"
     return (
         f"{label} {_gib(phase.total_bytes)} per GPU in {phase.name} > usable {_gib(usable)} (over by "
-        f"{_gib(phase.total_bytes - usable)}; largest component {top}). Fix: {memory_fix(phase)}."
+        f"{_gib(phase.total_bytes - usable)}; largest component {top}). Fix: {memory_fix(phase, r)}."
     )
 
 
@@ -79,12 +119,18 @@ def _startup_reasons(ctx: Context, ro: RolloutOut) -> list[str]:
     """Criteria 2-4: the rollout engine starts and holds one max_model_len sequence."""
     rb, rs = ctx.rollout, ctx.r.rollout
     out: list[str] = []
-    if rs.engine == "vllm" and ro.startup_free_gib < ro.startup_required_gib:
+    if ro.startup_free_gib < 0:
+        out.append(
+            f"the trainer does not fit before the rollout engine starts: its model shards, CUDA contexts and NCCL "
+            f"buffers at start-up exceed the usable {ctx.gpu.usable_memory_gib} GiB by {-ro.startup_free_gib:.2f} GiB "
+            f"(torch runs out of memory at init). Fix: {startup_trainer_fix(ctx.r)}."
+        )
+    elif rs.engine == "vllm" and ro.startup_free_gib < ro.startup_required_gib:
         out.append(
             f"the rollout engine cannot start: {ro.startup_free_gib:.2f} GiB free at startup < "
             f"gpu_memory_utilization {rs.gpu_memory_utilization} x {ctx.gpu.usable_memory_gib} GiB = "
             f"{ro.startup_required_gib:.2f} GiB required (the trainer's model shards are resident). Fix: lower "
-            "rollout.gpu_memory_utilization or set actor.fsdp_config.param_offload=true."
+            f"rollout.gpu_memory_utilization{startup_offload_fix(ctx.r)}."
         )
     if rb.kv_cache_bytes <= 0:
         out.append(
@@ -101,6 +147,29 @@ def _startup_reasons(ctx: Context, ro: RolloutOut) -> list[str]:
             "rollout.gpu_memory_utilization or rollout.tensor_model_parallel_size."
         )
     return out
+
+
+def startup_offload_fix(r: Resolved) -> str:
+    """The second fix of a vLLM start-up refusal: offload the actor's parameters before vLLM starts, in the actor's
+    engine keys; nothing when they already are (what is left at start-up is CUDA contexts and NCCL buffers, which
+    more GPUs do not shrink)."""
+    a = r.actor
+    if a.params_offloaded_when_idle:
+        return ""
+    return f" or set {_SECTIONS['actor'][1 if a.is_megatron else 0]}.param_offload=true"
+
+
+def startup_trainer_fix(r: Resolved) -> str:
+    """The fix when the trainer's start-up state alone exceeds the GPU: offload the actor's parameters (if not yet),
+    or shard them further: over more GPUs (FSDP), over more TP / PP ranks (Megatron, whose params and grad buffer
+    data parallelism does not shard)."""
+    shard = (
+        "raise actor.megatron.tensor_model_parallel_size or pipeline_model_parallel_size"
+        if r.actor.is_megatron
+        else "use more GPUs"
+    )
+    fix = startup_offload_fix(r).removeprefix(" or ")
+    return f"{fix} or {shard}" if fix else shard
 
 
 def _verl_reasons(checks: list[ConfigProblem]) -> list[str]:
@@ -131,9 +200,9 @@ def _assemble(
     )
 
 
-def _over(label: str, phases: list[PhaseMemory], usable: int) -> list[str]:
+def _over(label: str, phases: list[PhaseMemory], usable: int, r: Resolved) -> list[str]:
     peak = max(phases, key=lambda p: p.total_bytes)
-    return [_memory_reason(label, peak, usable)] if peak.total_bytes > usable else []
+    return [_memory_reason(label, peak, usable, r)] if peak.total_bytes > usable else []
 
 
 def verdict(
@@ -147,8 +216,8 @@ def verdict(
     """Every failed fit criterion of the module docstring, in that order, with numbers and a fix."""
     usable = ctx.gpu.usable_memory_bytes
     return _assemble(
-        _over("peak", expected, usable),
-        _over("worst case (every sequence at max length)", worst, usable),
+        _over("peak", expected, usable, ctx.r),
+        _over("worst case (every sequence at max length)", worst, usable, ctx.r),
         _startup_reasons(ctx, rollout),
         checks,
         [host] if host is not None else [],
@@ -166,11 +235,12 @@ def split_verdict(
     ``(name, expected, worst)`` phases on its own GPUs, 2-4 for the engine on the rollout pool (``rollout``
     carries that pool's start-up numbers), 5 once, 6 for each pool's nodes."""
     usable = rollout_ctx.gpu.usable_memory_bytes
-    mem = [line for name, exp, _ in pools for line in _over(f"{name} pool: peak", exp, usable)]
+    r = rollout_ctx.r
+    mem = [line for name, exp, _ in pools for line in _over(f"{name} pool: peak", exp, usable, r)]
     wmem = [
         line
         for name, _, worst in pools
-        for line in _over(f"{name} pool: worst case (every sequence at max length)", worst, usable)
+        for line in _over(f"{name} pool: worst case (every sequence at max length)", worst, usable, r)
     ]
     return _assemble(mem, wmem, _startup_reasons(rollout_ctx, rollout), checks, hosts)
 
@@ -180,4 +250,4 @@ def _unit(rb: EngineBudget) -> str:
     return "replica" if rb.data_parallel == 1 else f"engine (each of the replica's {rb.data_parallel} DP ranks)"
 
 
-__all__ = ["Verdict", "memory_fix", "split_verdict", "verdict"]
+__all__ = ["Verdict", "memory_fix", "split_verdict", "startup_offload_fix", "startup_trainer_fix", "verdict"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from calculator.memory.context import Context
 from calculator.memory.engine import EngineBudget
 from calculator.report.models import PeakOut, PhaseMemory, RolloutOut
+from calculator.report.verdict import startup_offload_fix, startup_trainer_fix
 from calculator.units import format_gib
 
 NEAR_LIMIT_FRACTION = 0.95  # a phase within 5% of the usable memory
@@ -30,13 +31,18 @@ class _Inputs:
 def _engine_start(w: _Inputs) -> list[str]:
     """vLLM refuses to start when the trainer's resident state leaves less than util x total free."""
     s, ro, gpu = w.ctx.s, w.rollout, w.ctx.gpu
+    if ro.startup_free_gib < 0:
+        return [
+            f"the trainer runs out of memory at init, before vLLM starts: its start-up state exceeds the usable "
+            f"{gpu.usable_memory_gib} GiB by {-ro.startup_free_gib:.1f} GiB. Fix: {startup_trainer_fix(w.ctx.r)}."
+        ]
     if s.rollout.name != "vllm" or ro.startup_free_gib >= ro.startup_required_gib:
         return []
     return [
         f"vLLM will refuse to start: free memory at startup {ro.startup_free_gib:.1f} GiB < "
         f"gpu_memory_utilization {s.rollout.gpu_memory_utilization} x {gpu.usable_memory_gib} GiB = "
         f"{ro.startup_required_gib:.1f} GiB (the trainer's model shards are already resident). Lower "
-        "rollout.gpu_memory_utilization or set actor.fsdp_config.param_offload=true."
+        f"rollout.gpu_memory_utilization{startup_offload_fix(w.ctx.r)}."
     ]
 
 

@@ -128,3 +128,66 @@ def test_switching_to_ppo_fills_the_critic_micro_batch_verl_requires():
     assert not any(x.startswith("verl rejects") for x in filled.peak.reasons)
     assert role_settings(load_scenario(BASE)) == {}  # GRPO: no critic
     assert role_settings(load_scenario("qwen2.5-7b-ppo-8xh100")) == {}  # dynamic batching: nothing missing
+
+
+def _fix_for(top: str, phase: str, overrides: dict) -> str:
+    """memory_fix of a one-component phase whose largest piece is ``top``, with the engine of ``overrides``."""
+    from calculator.report.models import Component, PhaseMemory
+
+    r = build_context(load_scenario(BASE, overrides=overrides)).r
+    return memory_fix(PhaseMemory(name=phase, components=(Component(top, "actor", 1, "x"),)), r)
+
+
+@pytest.mark.parametrize(
+    ("top", "phase", "overrides", "fix"),
+    [
+        # params in a phase where the actor is idle: offloading them while idle helps
+        (
+            "actor_params",
+            "rollout",
+            {},
+            "offload the params while the actor is idle (actor.fsdp_config.param_offload=true)",
+        ),
+        # the optimizer in the update: verl loads it back for the update, so offloading while idle does not help
+        ("actor_optimizer", "update_actor", {"actor.strategy": "fsdp2"}, "actor.fsdp_config.offload_policy=true"),
+        ("actor_optimizer", "update_actor", {"actor.strategy": "fsdp"}, "use more GPUs"),
+        (
+            "actor_optimizer",
+            "update_actor",
+            {"actor.strategy": "megatron", "actor.megatron.optimizer_offload": True},
+            "step the optimizer on the CPU (actor.megatron.optimizer_cpu_offload=true)",
+        ),
+        (
+            "actor_optimizer",
+            "rollout",
+            {"actor.strategy": "megatron"},
+            "offload the optimizer while the actor is idle (actor.megatron.optimizer_offload=true)",
+        ),
+        # already offloaded and the actor computes in this phase: only more GPUs / model parallelism is left
+        (
+            "actor_params",
+            "old_log_prob",
+            {"actor.strategy": "megatron", "actor.megatron.param_offload": True},
+            "use more GPUs or more model parallelism",
+        ),
+    ],
+)
+def test_memory_fix_names_the_roles_own_engine_keys_and_skips_what_is_on(top, phase, overrides, fix):
+    """A Megatron actor is never told to set an FSDP key, nor to turn on an offload that is already on or that
+    verl undoes in that phase (the optimizer is loaded back for the update)."""
+    got = _fix_for(top, phase, overrides)
+    assert got.startswith(fix) or fix in got, got
+    if overrides.get("actor.strategy") == "megatron":
+        assert "fsdp_config" not in got
+
+
+def test_trainer_that_does_not_fit_at_init_is_named_not_negative_free_memory():
+    """Megatron on 8 x A100-40GB keeps the bf16 params (2 B) and the full fp32 grad buffer (4 B) of Qwen2.5-7B on
+    every DP rank: 6 x 7.616e9 B = 42.56 GiB alone > 39.38 GiB usable, so the trainer fails at init. The reason
+    says so (with the Megatron keys), not "-22.91 GiB free at startup"."""
+    r = estimate(load_scenario(BASE, overrides={"hardware.gpu": "a100-40gb", "actor.strategy": "megatron"}))
+    (line,) = r.rollout.start_reasons
+    assert line.startswith("the trainer does not fit before the rollout engine starts")
+    assert "actor.megatron.param_offload=true" in line and "pipeline_model_parallel_size" in line
+    assert "GiB free at startup" not in line
+    assert not r.rollout.starts and r.time.step_s is None

@@ -15,6 +15,8 @@ BASE = "qwen2.5-7b-grpo-8xh100"
 # Scenarios that trip the warning rules of calculator/report/warnings.py.
 TRIGGERS: list[dict] = [
     {"hardware.gpu": "a100-40gb", "rollout.gpu_memory_utilization": 0.9},  # vLLM startup, OOM phases
+    {"hardware.gpu": "a100-40gb", "rollout.gpu_memory_utilization": 0.9, "actor.strategy": "megatron"},  # its key
+    {"actor.fsdp_config.param_offload": True, "rollout.gpu_memory_utilization": 0.99},  # offloaded: more GPUs
     {"model.path": "llama3.1-70b"},  # no KV memory at all on 8 x H100
     {"model.path": "llama3.1-70b", "hardware.num_gpus": 32, "hardware.gpu": "h200-141gb"},  # KV < max_model_len
     {"data.max_response_length": 8192, "data.mean_response_length": 600},  # max lengths, concurrency

@@ -34,7 +34,8 @@ from typing import Any
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
-from calculator.planning.fit import fit_check, max_model_len
+from calculator.planning.fit import FitCheck, fit_check, max_model_len
+from calculator.planning.shared import SharedCandidates, for_gpu, memory_signature, with_gpu
 from calculator.planning.space import (
     BOOL_LEVERS,
     RELAX_ORDER,
@@ -80,12 +81,26 @@ def with_step_time(report: Report, s: Scenario) -> Report:
 class GpuSearch:
     """Search one GPU type for a scenario: smallest feasible count and the cheapest configuration."""
 
-    def __init__(self, base: Scenario, gpu_id: str, *, max_gpus: int, margin: float, allow_lora: bool):
+    def __init__(
+        self,
+        base: Scenario,
+        gpu_id: str,
+        *,
+        max_gpus: int,
+        margin: float,
+        allow_lora: bool,
+        shared: SharedCandidates | None = None,
+    ):
         self.gpu: GpuSpec = get_gpu(gpu_id, "gpus")
         hw = HardwareSection(
             gpu=self.gpu.id, num_gpus=base.hardware.num_gpus, gpus_per_node=base.hardware.gpus_per_node
         )
         self.base = base if base.hardware == hw else base.model_copy(update={"hardware": hw})
+        # Builds and memory estimates shared with the other GPU types of one plan (calculator.planning.shared).
+        if shared is None or not shared.serves(self.base, margin):
+            shared = SharedCandidates(self.base, margin)
+        self.shared = shared
+        self.signature = memory_signature(self.base, self.gpu)
         self.arch = resolve_architectures(base)[0]
         self.margin = margin
         self.max_gpus = max_gpus
@@ -93,7 +108,6 @@ class GpuSearch:
         self.megatron = base.actor.strategy == "megatron"
         self.cache: dict[Knobs, Evaluation | None] = {}
         self.num_estimates = 0
-        self._kv_cache: dict[tuple[Any, ...], bool] = {}
         self._frontiers: dict[int, list[Knobs]] = {}
         self._built: dict[Knobs, Scenario | None] = {}
         self.batch_options = batch_options_for(self.base)
@@ -141,7 +155,11 @@ class GpuSearch:
     def build(self, k: Knobs) -> Scenario | None:
         """The scenario for ``k``, or None when verl / vLLM / the scenario's own rules reject it (cached)."""
         if k not in self._built:
-            self._built[k] = build_scenario(self.base, k, self.batch_options, self.arch)
+            builds = self.shared.builds
+            if k not in builds:
+                builds[k] = build_scenario(self.base, k, self.batch_options, self.arch)
+            s = builds[k]
+            self._built[k] = None if s is None else with_gpu(s, self.gpu.id)
         return self._built[k]
 
     def evaluate(self, k: Knobs) -> Evaluation | None:
@@ -151,17 +169,28 @@ class GpuSearch:
         s = self.build(k)
         ev = None
         if s is not None:
+            report, fit = self._memory(k, s)
             # The search reads numbers only, and a step time only of configurations that fit (``_better``,
             # ``fits``): the time model runs for those alone (issue #18); a fitting one's engine starts, so its
             # time is what ``estimate`` gives.
-            report = estimate(s, with_warnings=False, with_time=False)
-            self.num_estimates += 1
-            fit = fit_check(report, s, self.margin)
             if fit.fits:
                 report = with_step_time(report, s)
             ev = Evaluation(k, s, report, fit)
         self.cache[k] = ev
         return ev
+
+    def _memory(self, k: Knobs, s: Scenario) -> tuple[Report, FitCheck]:
+        """The memory estimate of ``k`` (no time) and its fit verdict; from a GPU type of the same memory
+        signature when one of the plan's searches estimated it already (calculator.planning.shared)."""
+        key = (self.signature, k)
+        known = self.shared.memory.get(key)
+        if known is not None:
+            return for_gpu(known[0], self.gpu), known[1]
+        report = estimate(s, with_warnings=False, with_time=False)
+        self.num_estimates += 1
+        fit = fit_check(report, s, self.margin)
+        self.shared.memory[key] = (report, fit)
+        return report, fit
 
     def fits(self, k: Knobs) -> Evaluation | None:
         ev = self.evaluate(k)
@@ -173,13 +202,14 @@ class GpuSearch:
         key: tuple[Any, ...] = (k.rollout_tp, k.gpu_memory_utilization, k.lora, k.cap_max_model_len)
         if self.base.rollout.name == "sglang":
             key = (*key, k)
-        if key not in self._kv_cache:
+        cache = self.shared.kv_ok  # the KV cache reads the GPU's usable memory only: shared by memory signature
+        if (self.signature, key) not in cache:
             s = self.build(k)
             if s is None:
                 return False
             eb = build_context(s).rollout
-            self._kv_cache[key] = eb.kv_cache_bytes > 0 and eb.kv_tokens >= max_model_len(s, self.arch)
-        return self._kv_cache[key]
+            cache[self.signature, key] = eb.kv_cache_bytes > 0 and eb.kv_tokens >= max_model_len(s, self.arch)
+        return cache[self.signature, key]
 
     # -- frontier and minimum count ---------------------------------------------------------------
 

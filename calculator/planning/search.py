@@ -53,23 +53,37 @@ from calculator.report.estimate import build_context, estimate, time_out
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import need_critic
+from calculator.units import GIB_BYTES
 
 _REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
 
 
+# What the fused-kernel choice changes in a phase: only the logits and entropy tensors read
+# ``model.use_fused_kernels`` (``calculator.memory.transients.logits_components``), and the fragmentation share
+# of the phase's transients that include them (``calculator.memory.phases._fragmentation``). The optimizer step
+# (``_optimizer_step``) counts only its excess over the backward's transients: if the other choice's logits L'
+# raise those transients, the excess falls by at most L', which the other phase then holds itself; so the other
+# choice's phase holds at least total - logits - entropy - fragmentation.
+FUSED_DEPENDENT_SUFFIXES = ("_logits", "_entropy", "fragmentation")
+
+
+def _fused_independent_bytes(p: Any) -> int:
+    """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
+    if not any(c.name.endswith(("_logits", "_entropy")) for c in p.details):
+        return p.total_bytes
+    return p.total_bytes - sum(c.bytes for c in p.details if c.name.endswith(FUSED_DEPENDENT_SUFFIXES))
+
+
 def _fails_without_logits(ev: Evaluation) -> bool:
-    """The estimate fails for a reason that fused kernels cannot change: a phase without logits or
-    entropy tensors is over the limit, or the engine does not start. (Fused kernels only change the
-    ``*_logits`` / ``*_entropy`` components, DESIGN.md 4.4, and the fragmentation share of them.)"""
+    """The estimate fails for a reason that fused kernels cannot change: the engine does not start, or some
+    phase is over the limit by the bytes the other choice holds at least (:func:`_fused_independent_bytes`)."""
     f = ev.fit
     if not (f.engine_starts and f.kv_holds_max_model_len):
         return True
-
-    def logits_free(p: Any) -> bool:
-        return not any(name.endswith(("_logits", "_entropy")) for name in p.components)
-
-    over = any(logits_free(p) and p.total_gib > f.limit_gib_per_gpu for p in ev.report.phases)
-    return over or any(logits_free(p) and p.total_gib > f.usable_memory_gib for p in ev.report.worst_case_phases)
+    over = any(_fused_independent_bytes(p) / GIB_BYTES > f.limit_gib_per_gpu for p in ev.report.phases)
+    return over or any(
+        _fused_independent_bytes(p) / GIB_BYTES > f.usable_memory_gib for p in ev.report.worst_case_phases
+    )
 
 
 def with_step_time(report: Report, s: Scenario) -> Report:

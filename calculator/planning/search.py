@@ -28,13 +28,13 @@ bisection), which is a heuristic, not an exhaustive search.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
 from calculator.planning.fit import FitCheck, fit_check, max_model_len
+from calculator.planning.gallop import first_true
 from calculator.planning.shared import SharedCandidates, for_gpu, memory_signature, with_gpu
 from calculator.planning.space import (
     BOOL_LEVERS,
@@ -250,7 +250,7 @@ class GpuSearch:
                     )
                     if self.build(proto) is None:
                         continue
-                    ks = (replace(proto, gpu_memory_utilization=u) for u in utils)
+                    ks = (proto.updated(gpu_memory_utilization=u) for u in utils)
                     k = next((k for k in ks if self._kv_ok(k)), None)
                     if k is not None:
                         out.append(k)
@@ -279,7 +279,7 @@ class GpuSearch:
         searched configuration of ``n`` GPUs fits)."""
         failed_everywhere: set[Knobs] = set()
         for k in self.frontier(n):
-            if replace(k, fused_kernels=not k.fused_kernels) in failed_everywhere:
+            if k.updated(fused_kernels=not k.fused_kernels) in failed_everywhere:
                 continue
             ev = self.evaluate(k)
             if ev is not None and ev.fit.fits:
@@ -288,33 +288,30 @@ class GpuSearch:
                 failed_everywhere.add(k)
         return None
 
-    def min_count(self) -> tuple[Evaluation | None, list[int]]:
-        """Smallest feasible count: exponential search from the bottom, then bisection, over the valid
-        ladder (valid because the frontier's memory never grows with the count). Returns the fitting
-        frontier evaluation there (None when nothing up to max_gpus fits) and the valid counts."""
+    def min_count(self, guess: int | None = None) -> tuple[Evaluation | None, list[int]]:
+        """Smallest feasible count over the valid ladder, by galloping from the first valid count >= ``guess``
+        (the bottom without one) then bisection (``calculator.planning.gallop``). Fitting is monotone over the
+        counts that have a frontier (its memory never grows with the count), so the answer does not depend on the
+        guess; a count without one (no valid most-saving configuration) answers as the next count that has one
+        (the last one above the top). Returns the fitting frontier evaluation there (None when nothing up to
+        max_gpus fits) and the valid counts."""
         counts = [n for n in self.counts if self.is_valid_count(n)]
         probes: dict[int, Evaluation | None] = {}
 
-        def ok(i: int) -> bool:
-            if i not in probes:
-                probes[i] = self.first_fit_at(counts[i])
-            return probes[i] is not None
+        def stand_in(i: int) -> int | None:
+            j = next((j for j in range(i, len(counts)) if self.frontier(counts[j])), None)
+            return j if j is not None else next((j for j in range(i - 1, -1, -1) if self.frontier(counts[j])), None)
 
-        bad, i, step = -1, 0, 1
-        while i < len(counts) and not ok(i):
-            bad, i, step = i, i + step, step * 2
-        if i >= len(counts):
-            last = len(counts) - 1
-            if bad == last or not ok(last):
-                return None, counts
-            i = last
-        while i - bad > 1:
-            mid = (bad + i) // 2
-            if ok(mid):
-                i = mid
-            else:
-                bad = mid
-        return probes[i], counts
+        def ok(i: int) -> bool:
+            j = stand_in(i)
+            if j is not None and j not in probes:
+                probes[j] = self.first_fit_at(counts[j])
+            return j is not None and probes[j] is not None
+
+        start = 0 if guess is None else next((i for i, n in enumerate(counts) if n >= guess), len(counts) - 1)
+        i = first_true(len(counts), ok, start)
+        j = None if i is None else stand_in(i)
+        return (None if j is None else probes[j]), counts
 
     # -- relaxation: the fastest configuration at one count ----------------------------------------
 
@@ -330,12 +327,12 @@ class GpuSearch:
         k = cur.knobs
         if lever == "ulysses_sp":
             vals = [v for v in self.sp_values(k.num_gpus) if v < k.ulysses_sp]
-            return [replace(k, ulysses_sp=v) for v in vals]
+            return [k.updated(ulysses_sp=v) for v in vals]
         if lever == "batch":
-            return [replace(k, batch=i) for i in range(k.batch)]
+            return [k.updated(batch=i) for i in range(k.batch)]
         if lever == "gpu_memory_utilization":
             vals = [u for u in reversed(self.util_values()) if u > k.gpu_memory_utilization]
-            return [replace(k, gpu_memory_utilization=u) for u in vals]
+            return [k.updated(gpu_memory_utilization=u) for u in vals]
         raise ValueError(lever)
 
     def relax(self, start: Evaluation) -> Evaluation:
@@ -345,7 +342,7 @@ class GpuSearch:
             k = cur.knobs
             if lever in BOOL_LEVERS:
                 if getattr(k, lever) and False in self.bool_domain(lever):
-                    cand = self.evaluate(replace(k, **{lever: False}))
+                    cand = self.evaluate(k.updated(**{lever: False}))
                     if self._better(cand, cur):
                         cur = cand  # type: ignore[assignment]
             elif lever in ("ulysses_sp", "batch", "gpu_memory_utilization"):
@@ -390,11 +387,11 @@ class GpuSearch:
         only back to the user's value."""
         k = cur.knobs
         if lever == "fused_kernels":
-            alts = [replace(k, fused_kernels=not k.fused_kernels)]
+            alts = [k.updated(fused_kernels=not k.fused_kernels)]
         else:
             # Rollout TP: the neighbours of the current value (half and double) and the user's value.
             near = {k.rollout_tp // 2, k.rollout_tp * 2, self.base_knobs.rollout_tp}
-            alts = [replace(k, rollout_tp=t) for t in self.tp_values(k.num_gpus) if t in near and t != k.rollout_tp]
+            alts = [k.updated(rollout_tp=t) for t in self.tp_values(k.num_gpus) if t in near and t != k.rollout_tp]
         best = cur
         base_val = getattr(self.base_knobs, lever)
         for a in alts:
@@ -417,7 +414,7 @@ class GpuSearch:
         else from the frontier."""
         start = None
         if hint is not None:
-            start = self.fits(replace(hint, num_gpus=n))
+            start = self.fits(hint.updated(num_gpus=n))
         if start is None:
             start = self.first_fit_at(n)
         return self.relax(start) if start is not None else None

@@ -23,6 +23,7 @@ the usable memory); the time model, which is per GPU type.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from calculator.inputs.hardware import GpuSpec, host_ram_gib_per_node
@@ -65,6 +66,17 @@ class SharedCandidates:
     builds: dict[Knobs, Scenario | None] = field(default_factory=dict)
     memory: dict[tuple[MemorySignature, Knobs], tuple[Report, FitCheck]] = field(default_factory=dict)
     kv_ok: dict[tuple[MemorySignature, tuple[object, ...]], bool] = field(default_factory=dict)
+    minima: dict[float, int] = field(default_factory=dict)  # usable memory GiB -> smallest feasible count
+
+    def count_guess(self, gpu: GpuSpec) -> int | None:
+        """Where to start the search for ``gpu``'s smallest feasible count (only the number of probes depends on
+        it): the minimum found for the GPU type of nearest usable memory, scaled by the ratio of usable memory
+        (the training state per GPU falls as 1/N). None before any minimum is known."""
+        if not self.minima:
+            return None
+        u = gpu.usable_memory_gib
+        ref = min(self.minima, key=lambda x: (abs(math.log(x / u)), x))
+        return max(1, math.ceil(self.minima[ref] * ref / u - 1e-9))
 
     def serves(self, base: Scenario, margin: float) -> bool:
         """Whether a search of ``base`` (one GPU type of the plan) at ``margin`` may use these caches; the first

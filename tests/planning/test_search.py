@@ -231,3 +231,20 @@ def test_the_other_fused_choice_holds_at_least_the_fused_independent_bytes(scena
         )
 
     check()
+
+
+def test_a_count_without_a_frontier_does_not_hide_the_minimum():
+    """seed002 (7B DoRA, 64 prompts): on RTX A6000 16 GPUs fit, but at 64 no most-saving configuration is valid
+    (64 sequences on 64 GPUs: verl's mini-batch of 8 needs Ulysses SP 8, which the heads do not allow). The
+    search must not read that count as 'does not fit' (before issue #18 it probed 1, 2, 8, 64 and reported that
+    nothing fits); the minimum is what a scan from the bottom finds."""
+    srch = GpuSearch(
+        load_scenario("seed002-7b-dora-1xa100"), "rtx-a6000-48gb", max_gpus=1024, margin=MARGIN, allow_lora=False
+    )
+    counts = [n for n in srch.counts if srch.is_valid_count(n)]
+    assert counts[-1] == 64 and not srch.frontier(64)
+    scan = next(n for n in counts if srch.first_fit_at(n) is not None)
+    assert scan == 16
+    for guess in (None, 1, 8, 16, 64):
+        first, _ = srch.min_count(guess)
+        assert first is not None and first.knobs.num_gpus == scan

@@ -98,12 +98,12 @@ def test_caches_serve_one_scenario_and_margin():
 
 class ReferenceSearch(GpuSearch):
     """Shares nothing between GPU types and finds the minimum count by trying every valid count from the bottom
-    (the exhaustive form of ``GpuSearch.min_count``'s exponential search and bisection)."""
+    (the exhaustive form of ``GpuSearch.min_count``'s galloping search and bisection; the guess is ignored)."""
 
     def __init__(self, *args, shared=None, **kwargs):
         super().__init__(*args, **kwargs)
 
-    def min_count(self):
+    def min_count(self, guess=None):
         counts = [n for n in self.counts if self.is_valid_count(n)]
         for n in counts:
             ev = self.first_fit_at(n)
@@ -134,7 +134,7 @@ def _both(monkeypatch, s, **kwargs):
         (BASE, {}),
         ("qwen2.5-7b-ppo-8xh100", {"max_gpus": 64}),
         ("qwen3-30b-a3b-grpo-16xh100", {"max_gpus": 64, "allow_lora": True}),
-        ("seed002-7b-dora-1xa100", {"max_gpus": 32}),
+        ("seed002-7b-dora-1xa100", {"max_gpus": 64}),
     ],
 )
 def test_plan_is_what_the_reference_search_finds(monkeypatch, preset, kwargs):

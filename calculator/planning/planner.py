@@ -27,7 +27,8 @@ Rules (the search itself is in ``calculator.planning.search``; its docstring has
 the input scenario; ``verl_overrides`` adds the cluster shape
 (``trainer.n_gpus_per_node``, ``trainer.nnodes``) as ``key=value`` lines for a launch script.
 
-This module is the driver (input checks, one search per GPU type, row order). The pieces:
+This module is the driver (input checks, one search per GPU type, row order; the searches share candidates, and
+GPU types with equal memory share memory estimates: ``calculator.planning.shared``). The pieces:
 ``calculator.planning.recommend`` (one GPU type: minimum and recommended configuration),
 ``rows`` (the result models), ``settings`` (verl settings and cluster shape), ``table`` (flat rows),
 ``formats`` (CSV, Markdown) and ``size_table`` (model size x algorithm).

@@ -20,10 +20,17 @@ monotone lever at its most saving value, one fixed sequence per micro-batch, the
 more memory than any other searched configuration of that count, for each rollout TP and fused-kernel
 choice (the two levers that are not monotone, so both values are tried). Its memory never grows with
 the GPU count (training state shrinks as 1/N, everything else per GPU is constant), so the smallest
-feasible count is found by exponential search then bisection over the ladder, and the count before it
-has been evaluated and found infeasible. The fastest configuration at a count is then found by
+feasible count is found by galloping from a guess then bisection over the ladder
+(``calculator.planning.gallop``; the answer is the one a scan from the bottom gives, whatever the guess), and the
+count before it has been evaluated and found infeasible. A frontier candidate that fails with one fused-kernel
+choice by more than the logits, entropy and fragmentation it holds fails with the other too, which is then not
+estimated (:func:`_fails_without_logits`). The fastest configuration at a count is then found by
 relaxing levers one at a time from the frontier (first improvement, in a fixed order; ladder levers by
 bisection), which is a heuristic, not an exhaustive search.
+
+**Work shared between GPU types** (issue #18, ``calculator.planning.shared``): one plan's searches share the
+candidates' scenarios, and GPU types with the same usable memory and host RAM share the candidates' memory
+estimates; only the step time is computed per GPU type. ``num_estimates`` counts the estimates a search ran itself.
 """
 
 from __future__ import annotations

@@ -72,12 +72,11 @@ def search_gpu(
     of the plan's other GPU types (``calculator.planning.shared``; the result is the same without them)."""
     srch = GpuSearch(base, gpu_id, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, shared=shared)
     first, counts = srch.min_count(guess=srch.shared.count_guess(srch.gpu))
-    if first is not None:
-        srch.shared.minima[srch.gpu.usable_memory_gib] = first.knobs.num_gpus
     if first is None:
         top = srch.frontier(counts[-1]) if counts else []
         largest = srch.evaluate(top[0]) if top else None
         return GpuResult(srch.gpu, None, None, (), tuple(counts), largest, srch.num_estimates)
+    srch.shared.minima[srch.gpu.usable_memory_gib] = first.knobs.num_gpus  # the next GPU types' guess
     minimum = srch.relax(first)
     price = srch.gpu.hourly_price_usd
     base_lora = base.model.lora_rank > 0

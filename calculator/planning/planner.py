@@ -27,7 +27,8 @@ Rules (the search itself is in ``calculator.planning.search``; its docstring has
 the input scenario; ``verl_overrides`` adds the cluster shape
 (``trainer.n_gpus_per_node``, ``trainer.nnodes``) as ``key=value`` lines for a launch script.
 
-This module is the driver (input checks, one search per GPU type, row order). The pieces:
+This module is the driver (input checks, one search per GPU type, row order; the searches share candidates, and
+GPU types with equal memory share memory estimates: ``calculator.planning.shared``). The pieces:
 ``calculator.planning.recommend`` (one GPU type: minimum and recommended configuration),
 ``rows`` (the result models), ``settings`` (verl settings and cluster shape), ``table`` (flat rows),
 ``formats`` (CSV, Markdown) and ``size_table`` (model size x algorithm).
@@ -49,6 +50,7 @@ from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.placement import SPLIT_MODES, split_row_fields
 from calculator.planning.recommend import search_gpu
 from calculator.planning.rows import PLAN_RULES, Plan, excluded_row, plan_row, sort_key
+from calculator.planning.shared import SharedCandidates
 from calculator.resolve.architectures import model_name
 
 MAX_MAX_GPUS = 65536  # HardwareSection.num_gpus upper bound
@@ -147,13 +149,14 @@ def plan(
     rows = []
     has_time = True
     total = 0
+    shared = SharedCandidates()  # GPU types with the same memory share candidates' memory estimates
     for gid in ids:
         gpu = get_gpu(gid, "gpus")
         why = dtype_problem(s, gpu)
         if why is not None:
             rows.append(excluded_row(gpu, float(prices.get(gid, gpu.hourly_price_usd)), why))
             continue
-        res = search_gpu(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora)
+        res = search_gpu(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, shared=shared)
         price = float(prices.get(gid, res.gpu.hourly_price_usd))
         row = plan_row(res, s, price, max_gpus)
         if placement != "colocated":

@@ -10,6 +10,7 @@ from typing import Any
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
 from calculator.planning.search import GpuSearch
+from calculator.planning.shared import SharedCandidates
 from calculator.planning.space import Evaluation
 
 # Counts tried for the recommended configuration: the minimum and its double and quadruple (the first
@@ -57,15 +58,25 @@ def _larger_counts(minimum: int, counts: list[int]) -> list[int]:
     return targets
 
 
-def search_gpu(base: Scenario, gpu_id: str, *, max_gpus: int, margin: float, allow_lora: bool) -> GpuResult:
+def search_gpu(
+    base: Scenario,
+    gpu_id: str,
+    *,
+    max_gpus: int,
+    margin: float,
+    allow_lora: bool,
+    shared: SharedCandidates | None = None,
+) -> GpuResult:
     """Smallest feasible GPU count of one type (with its fastest configuration) and the recommended
-    (cheapest per step) configuration for ``base``'s model, algorithm and workload."""
-    srch = GpuSearch(base, gpu_id, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora)
-    first, counts = srch.min_count()
+    (cheapest per step) configuration for ``base``'s model, algorithm and workload. ``shared``: the caches
+    of the plan's other GPU types (``calculator.planning.shared``; the result is the same without them)."""
+    srch = GpuSearch(base, gpu_id, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, shared=shared)
+    first, counts = srch.min_count(guess=srch.shared.count_guess(srch.gpu))
     if first is None:
         top = srch.frontier(counts[-1]) if counts else []
         largest = srch.evaluate(top[0]) if top else None
         return GpuResult(srch.gpu, None, None, (), tuple(counts), largest, srch.num_estimates)
+    srch.shared.minima[srch.gpu.usable_memory_gib] = first.knobs.num_gpus  # the next GPU types' guess
     minimum = srch.relax(first)
     price = srch.gpu.hourly_price_usd
     base_lora = base.model.lora_rank > 0

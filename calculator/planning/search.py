@@ -20,21 +20,29 @@ monotone lever at its most saving value, one fixed sequence per micro-batch, the
 more memory than any other searched configuration of that count, for each rollout TP and fused-kernel
 choice (the two levers that are not monotone, so both values are tried). Its memory never grows with
 the GPU count (training state shrinks as 1/N, everything else per GPU is constant), so the smallest
-feasible count is found by exponential search then bisection over the ladder, and the count before it
-has been evaluated and found infeasible. The fastest configuration at a count is then found by
+feasible count is found by galloping from a guess then bisection over the ladder
+(``calculator.planning.gallop``; the answer is the one a scan from the bottom gives, whatever the guess), and the
+count before it has been evaluated and found infeasible. A frontier candidate that fails with one fused-kernel
+choice by more than the logits, entropy and fragmentation it holds fails with the other too, which is then not
+estimated (:func:`_fails_without_logits`). The fastest configuration at a count is then found by
 relaxing levers one at a time from the frontier (first improvement, in a fixed order; ladder levers by
 bisection), which is a heuristic, not an exhaustive search.
+
+**Work shared between GPU types** (issue #18, ``calculator.planning.shared``): one plan's searches share the
+candidates' scenarios, and GPU types with the same usable memory and host RAM share the candidates' memory
+estimates; only the step time is computed per GPU type. ``num_estimates`` counts the estimates a search ran itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
-from calculator.planning.fit import fit_check, max_model_len
+from calculator.planning.fit import FitCheck, fit_check, max_model_len
+from calculator.planning.gallop import first_true
+from calculator.planning.shared import SharedCandidates, for_gpu, memory_signature, with_gpu
 from calculator.planning.space import (
     BOOL_LEVERS,
     RELAX_ORDER,
@@ -52,23 +60,37 @@ from calculator.report.estimate import build_context, estimate, time_out
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import need_critic
+from calculator.units import GIB_BYTES
 
 _REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
 
 
+# What the fused-kernel choice changes in a phase: only the logits and entropy tensors read
+# ``model.use_fused_kernels`` (``calculator.memory.transients.logits_components``), and the fragmentation share
+# of the phase's transients that include them (``calculator.memory.phases._fragmentation``). The optimizer step
+# (``_optimizer_step``) counts only its excess over the backward's transients: if the other choice's logits L'
+# raise those transients, the excess falls by at most L', which the other phase then holds itself; so the other
+# choice's phase holds at least total - logits - entropy - fragmentation.
+FUSED_DEPENDENT_SUFFIXES = ("_logits", "_entropy", "fragmentation")
+
+
+def _fused_independent_bytes(p: Any) -> int:
+    """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
+    if not any(c.name.endswith(("_logits", "_entropy")) for c in p.details):
+        return p.total_bytes
+    return p.total_bytes - sum(c.bytes for c in p.details if c.name.endswith(FUSED_DEPENDENT_SUFFIXES))
+
+
 def _fails_without_logits(ev: Evaluation) -> bool:
-    """The estimate fails for a reason that fused kernels cannot change: a phase without logits or
-    entropy tensors is over the limit, or the engine does not start. (Fused kernels only change the
-    ``*_logits`` / ``*_entropy`` components, DESIGN.md 4.4, and the fragmentation share of them.)"""
+    """The estimate fails for a reason that fused kernels cannot change: the engine does not start, or some
+    phase is over the limit by the bytes the other choice holds at least (:func:`_fused_independent_bytes`)."""
     f = ev.fit
     if not (f.engine_starts and f.kv_holds_max_model_len):
         return True
-
-    def logits_free(p: Any) -> bool:
-        return not any(name.endswith(("_logits", "_entropy")) for name in p.components)
-
-    over = any(logits_free(p) and p.total_gib > f.limit_gib_per_gpu for p in ev.report.phases)
-    return over or any(logits_free(p) and p.total_gib > f.usable_memory_gib for p in ev.report.worst_case_phases)
+    over = any(_fused_independent_bytes(p) / GIB_BYTES > f.limit_gib_per_gpu for p in ev.report.phases)
+    return over or any(
+        _fused_independent_bytes(p) / GIB_BYTES > f.usable_memory_gib for p in ev.report.worst_case_phases
+    )
 
 
 def with_step_time(report: Report, s: Scenario) -> Report:
@@ -80,12 +102,26 @@ def with_step_time(report: Report, s: Scenario) -> Report:
 class GpuSearch:
     """Search one GPU type for a scenario: smallest feasible count and the cheapest configuration."""
 
-    def __init__(self, base: Scenario, gpu_id: str, *, max_gpus: int, margin: float, allow_lora: bool):
+    def __init__(
+        self,
+        base: Scenario,
+        gpu_id: str,
+        *,
+        max_gpus: int,
+        margin: float,
+        allow_lora: bool,
+        shared: SharedCandidates | None = None,
+    ):
         self.gpu: GpuSpec = get_gpu(gpu_id, "gpus")
         hw = HardwareSection(
             gpu=self.gpu.id, num_gpus=base.hardware.num_gpus, gpus_per_node=base.hardware.gpus_per_node
         )
         self.base = base if base.hardware == hw else base.model_copy(update={"hardware": hw})
+        # Builds and memory estimates shared with the other GPU types of one plan (calculator.planning.shared).
+        if shared is None or not shared.serves(self.base, margin):
+            shared = SharedCandidates(self.base, margin)
+        self.shared = shared
+        self.signature = memory_signature(self.base, self.gpu)
         self.arch = resolve_architectures(base)[0]
         self.margin = margin
         self.max_gpus = max_gpus
@@ -93,7 +129,6 @@ class GpuSearch:
         self.megatron = base.actor.strategy == "megatron"
         self.cache: dict[Knobs, Evaluation | None] = {}
         self.num_estimates = 0
-        self._kv_cache: dict[tuple[Any, ...], bool] = {}
         self._frontiers: dict[int, list[Knobs]] = {}
         self._built: dict[Knobs, Scenario | None] = {}
         self.batch_options = batch_options_for(self.base)
@@ -141,7 +176,11 @@ class GpuSearch:
     def build(self, k: Knobs) -> Scenario | None:
         """The scenario for ``k``, or None when verl / vLLM / the scenario's own rules reject it (cached)."""
         if k not in self._built:
-            self._built[k] = build_scenario(self.base, k, self.batch_options, self.arch)
+            builds = self.shared.builds
+            if k not in builds:
+                builds[k] = build_scenario(self.base, k, self.batch_options, self.arch)
+            s = builds[k]
+            self._built[k] = None if s is None else with_gpu(s, self.gpu.id)
         return self._built[k]
 
     def evaluate(self, k: Knobs) -> Evaluation | None:
@@ -151,17 +190,28 @@ class GpuSearch:
         s = self.build(k)
         ev = None
         if s is not None:
+            report, fit = self._memory(k, s)
             # The search reads numbers only, and a step time only of configurations that fit (``_better``,
             # ``fits``): the time model runs for those alone (issue #18); a fitting one's engine starts, so its
             # time is what ``estimate`` gives.
-            report = estimate(s, with_warnings=False, with_time=False)
-            self.num_estimates += 1
-            fit = fit_check(report, s, self.margin)
             if fit.fits:
                 report = with_step_time(report, s)
             ev = Evaluation(k, s, report, fit)
         self.cache[k] = ev
         return ev
+
+    def _memory(self, k: Knobs, s: Scenario) -> tuple[Report, FitCheck]:
+        """The memory estimate of ``k`` (no time) and its fit verdict; from a GPU type of the same memory
+        signature when one of the plan's searches estimated it already (calculator.planning.shared)."""
+        key = (self.signature, k)
+        known = self.shared.memory.get(key)
+        if known is not None:
+            return for_gpu(known[0], self.gpu), known[1]
+        report = estimate(s, with_warnings=False, with_time=False)
+        self.num_estimates += 1
+        fit = fit_check(report, s, self.margin)
+        self.shared.memory[key] = (report, fit)
+        return report, fit
 
     def fits(self, k: Knobs) -> Evaluation | None:
         ev = self.evaluate(k)
@@ -173,13 +223,14 @@ class GpuSearch:
         key: tuple[Any, ...] = (k.rollout_tp, k.gpu_memory_utilization, k.lora, k.cap_max_model_len)
         if self.base.rollout.name == "sglang":
             key = (*key, k)
-        if key not in self._kv_cache:
+        cache = self.shared.kv_ok  # the KV cache reads the GPU's usable memory only: shared by memory signature
+        if (self.signature, key) not in cache:
             s = self.build(k)
             if s is None:
                 return False
             eb = build_context(s).rollout
-            self._kv_cache[key] = eb.kv_cache_bytes > 0 and eb.kv_tokens >= max_model_len(s, self.arch)
-        return self._kv_cache[key]
+            cache[self.signature, key] = eb.kv_cache_bytes > 0 and eb.kv_tokens >= max_model_len(s, self.arch)
+        return cache[self.signature, key]
 
     # -- frontier and minimum count ---------------------------------------------------------------
 
@@ -206,7 +257,7 @@ class GpuSearch:
                     )
                     if self.build(proto) is None:
                         continue
-                    ks = (replace(proto, gpu_memory_utilization=u) for u in utils)
+                    ks = (proto.updated(gpu_memory_utilization=u) for u in utils)
                     k = next((k for k in ks if self._kv_ok(k)), None)
                     if k is not None:
                         out.append(k)
@@ -235,7 +286,7 @@ class GpuSearch:
         searched configuration of ``n`` GPUs fits)."""
         failed_everywhere: set[Knobs] = set()
         for k in self.frontier(n):
-            if replace(k, fused_kernels=not k.fused_kernels) in failed_everywhere:
+            if k.updated(fused_kernels=not k.fused_kernels) in failed_everywhere:
                 continue
             ev = self.evaluate(k)
             if ev is not None and ev.fit.fits:
@@ -244,33 +295,30 @@ class GpuSearch:
                 failed_everywhere.add(k)
         return None
 
-    def min_count(self) -> tuple[Evaluation | None, list[int]]:
-        """Smallest feasible count: exponential search from the bottom, then bisection, over the valid
-        ladder (valid because the frontier's memory never grows with the count). Returns the fitting
-        frontier evaluation there (None when nothing up to max_gpus fits) and the valid counts."""
+    def min_count(self, guess: int | None = None) -> tuple[Evaluation | None, list[int]]:
+        """Smallest feasible count over the valid ladder, by galloping from the first valid count >= ``guess``
+        (the bottom without one) then bisection (``calculator.planning.gallop``). Fitting is monotone over the
+        counts that have a frontier (its memory never grows with the count), so the answer does not depend on the
+        guess; a count without one (no valid most-saving configuration) answers as the next count that has one
+        (the last one above the top). Returns the fitting frontier evaluation there (None when nothing up to
+        max_gpus fits) and the valid counts."""
         counts = [n for n in self.counts if self.is_valid_count(n)]
         probes: dict[int, Evaluation | None] = {}
 
-        def ok(i: int) -> bool:
-            if i not in probes:
-                probes[i] = self.first_fit_at(counts[i])
-            return probes[i] is not None
+        def stand_in(i: int) -> int | None:
+            j = next((j for j in range(i, len(counts)) if self.frontier(counts[j])), None)
+            return j if j is not None else next((j for j in range(i - 1, -1, -1) if self.frontier(counts[j])), None)
 
-        bad, i, step = -1, 0, 1
-        while i < len(counts) and not ok(i):
-            bad, i, step = i, i + step, step * 2
-        if i >= len(counts):
-            last = len(counts) - 1
-            if bad == last or not ok(last):
-                return None, counts
-            i = last
-        while i - bad > 1:
-            mid = (bad + i) // 2
-            if ok(mid):
-                i = mid
-            else:
-                bad = mid
-        return probes[i], counts
+        def ok(i: int) -> bool:
+            j = stand_in(i)
+            if j is not None and j not in probes:
+                probes[j] = self.first_fit_at(counts[j])
+            return j is not None and probes[j] is not None
+
+        start = 0 if guess is None else next((i for i, n in enumerate(counts) if n >= guess), len(counts) - 1)
+        i = first_true(len(counts), ok, start)
+        j = None if i is None else stand_in(i)
+        return (None if j is None else probes[j]), counts
 
     # -- relaxation: the fastest configuration at one count ----------------------------------------
 
@@ -286,12 +334,12 @@ class GpuSearch:
         k = cur.knobs
         if lever == "ulysses_sp":
             vals = [v for v in self.sp_values(k.num_gpus) if v < k.ulysses_sp]
-            return [replace(k, ulysses_sp=v) for v in vals]
+            return [k.updated(ulysses_sp=v) for v in vals]
         if lever == "batch":
-            return [replace(k, batch=i) for i in range(k.batch)]
+            return [k.updated(batch=i) for i in range(k.batch)]
         if lever == "gpu_memory_utilization":
             vals = [u for u in reversed(self.util_values()) if u > k.gpu_memory_utilization]
-            return [replace(k, gpu_memory_utilization=u) for u in vals]
+            return [k.updated(gpu_memory_utilization=u) for u in vals]
         raise ValueError(lever)
 
     def relax(self, start: Evaluation) -> Evaluation:
@@ -301,7 +349,7 @@ class GpuSearch:
             k = cur.knobs
             if lever in BOOL_LEVERS:
                 if getattr(k, lever) and False in self.bool_domain(lever):
-                    cand = self.evaluate(replace(k, **{lever: False}))
+                    cand = self.evaluate(k.updated(**{lever: False}))
                     if self._better(cand, cur):
                         cur = cand  # type: ignore[assignment]
             elif lever in ("ulysses_sp", "batch", "gpu_memory_utilization"):
@@ -346,11 +394,11 @@ class GpuSearch:
         only back to the user's value."""
         k = cur.knobs
         if lever == "fused_kernels":
-            alts = [replace(k, fused_kernels=not k.fused_kernels)]
+            alts = [k.updated(fused_kernels=not k.fused_kernels)]
         else:
             # Rollout TP: the neighbours of the current value (half and double) and the user's value.
             near = {k.rollout_tp // 2, k.rollout_tp * 2, self.base_knobs.rollout_tp}
-            alts = [replace(k, rollout_tp=t) for t in self.tp_values(k.num_gpus) if t in near and t != k.rollout_tp]
+            alts = [k.updated(rollout_tp=t) for t in self.tp_values(k.num_gpus) if t in near and t != k.rollout_tp]
         best = cur
         base_val = getattr(self.base_knobs, lever)
         for a in alts:
@@ -373,7 +421,7 @@ class GpuSearch:
         else from the frontier."""
         start = None
         if hint is not None:
-            start = self.fits(replace(hint, num_gpus=n))
+            start = self.fits(hint.updated(num_gpus=n))
         if start is None:
             start = self.first_fit_at(n)
         return self.relax(start) if start is not None else None

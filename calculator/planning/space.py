@@ -96,6 +96,11 @@ class Knobs:
     free_cache_engine: bool
     full_shard: bool
 
+    def updated(self, **changes: Any) -> Knobs:
+        """``dataclasses.replace(self, **changes)`` without its per-call field introspection (the search makes
+        thousands of these)."""
+        return Knobs(**{**self.__dict__, **changes})
+
 
 # Order in which levers are relaxed from the frontier: the first gets the first claim on headroom.
 # LoRA first (full fine-tuning is the experiment asked for), then the levers that cost the most time per
@@ -146,7 +151,8 @@ class Evaluation:
 
 
 def _upd(section: Any, **changes: Any) -> Any:
-    changed = {k: v for k, v in changes.items() if getattr(section, k) != v}
+    # ``is`` first: most values are the section's own objects, whose ``==`` would compare them field by field.
+    changed = {k: v for k, v in changes.items() if (old := getattr(section, k)) is not v and old != v}
     return section.model_copy(update=changed) if changed else section
 
 

@@ -4,6 +4,8 @@ memory), invariants on random scenarios, and the recommended configuration is th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,7 @@ from calculator.inputs.scenario import Scenario
 from calculator.planning.fit import fit_check
 from calculator.planning.planner import plan
 from calculator.planning.recommend import search_gpu, selection_key
-from calculator.planning.search import GpuSearch
+from calculator.planning.search import GpuSearch, _fused_independent_bytes
 from calculator.planning.space import Knobs
 from tests.support.strategies import scenario_dicts
 
@@ -201,3 +203,48 @@ def test_evaluations_carry_the_estimates_time_exactly_when_they_fit():
         full = estimate(ev.scenario, with_warnings=False)
         assert ev.report.phases == full.phases and ev.report.peak == full.peak
         assert ev.report.time == (full.time if ev.fit.fits else None)
+
+
+@pytest.mark.parametrize(
+    ("scenario_id", "gpu"),
+    [(BASE, "a100-40gb"), ("qwen2.5-7b-ppo-8xh100", "l40s-48gb"), ("qwen3-30b-a3b-grpo-16xh100", "h100-80gb")],
+)
+def test_the_other_fused_choice_holds_at_least_the_fused_independent_bytes(scenario_id, gpu):
+    """The premise of ``first_fit_at``'s skip (issue #18), as a property over the searched space: with the other
+    fused-kernel choice every phase (expected and worst case) holds at least ``_fused_independent_bytes`` of this
+    choice's phase, and whether the engine starts does not change."""
+    srch = GpuSearch(load_scenario(scenario_id), gpu, max_gpus=64, margin=MARGIN, allow_lora=False)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from([1, 2, 4, 8, 16]).flatmap(lambda n: _knobs(srch, n)))
+    def check(k: Knobs) -> None:
+        a, b = srch.evaluate(k), srch.evaluate(replace(k, fused_kernels=not k.fused_kernels))
+        assert (a is None) == (b is None)
+        if a is None:
+            return
+        walks_a, walks_b = a.report.phases + a.report.worst_case_phases, b.report.phases + b.report.worst_case_phases
+        for pa, pb in zip(walks_a, walks_b, strict=True):
+            assert pa.name == pb.name and pb.total_bytes >= _fused_independent_bytes(pa)
+        assert (a.fit.engine_starts, a.fit.kv_holds_max_model_len) == (
+            b.fit.engine_starts,
+            b.fit.kv_holds_max_model_len,
+        )
+
+    check()
+
+
+def test_a_count_without_a_frontier_does_not_hide_the_minimum():
+    """seed002 (7B DoRA, 64 prompts): on RTX A6000 16 GPUs fit, but at 64 no most-saving configuration is valid
+    (64 sequences on 64 GPUs: verl's mini-batch of 8 needs Ulysses SP 8, which the heads do not allow). The
+    search must not read that count as 'does not fit' (before issue #18 it probed 1, 2, 8, 64 and reported that
+    nothing fits); the minimum is what a scan from the bottom finds."""
+    srch = GpuSearch(
+        load_scenario("seed002-7b-dora-1xa100"), "rtx-a6000-48gb", max_gpus=1024, margin=MARGIN, allow_lora=False
+    )
+    counts = [n for n in srch.counts if srch.is_valid_count(n)]
+    assert counts[-1] == 64 and not srch.frontier(64)
+    scan = next(n for n in counts if srch.first_fit_at(n) is not None)
+    assert scan == 16
+    for guess in (None, 1, 8, 16, 64):
+        first, _ = srch.min_count(guess)
+        assert first is not None and first.knobs.num_gpus == scan

@@ -113,8 +113,14 @@ class GpuSearch:
         shared: SharedCandidates | None = None,
     ):
         self.gpu: GpuSpec = get_gpu(gpu_id, "gpus")
+        # A configured host RAM per node describes the scenario's own nodes: it holds for its own GPU type; other
+        # GPU types are planned on their server class's default (calculator.inputs.hardware.host_ram_gib_per_node).
+        own = get_gpu(base.hardware.gpu).id == self.gpu.id
         hw = HardwareSection(
-            gpu=self.gpu.id, num_gpus=base.hardware.num_gpus, gpus_per_node=base.hardware.gpus_per_node
+            gpu=self.gpu.id,
+            num_gpus=base.hardware.num_gpus,
+            gpus_per_node=base.hardware.gpus_per_node,
+            host_ram_gib_per_node=base.hardware.host_ram_gib_per_node if own else None,
         )
         self.base = base if base.hardware == hw else base.model_copy(update={"hardware": hw})
         # Builds and memory estimates shared with the other GPU types of one plan (calculator.planning.shared).

@@ -248,3 +248,16 @@ def test_a_count_without_a_frontier_does_not_hide_the_minimum():
     for guess in (None, 1, 8, 16, 64):
         first, _ = srch.min_count(guess)
         assert first is not None and first.knobs.num_gpus == scan
+
+
+def test_configured_host_ram_holds_for_the_scenarios_own_gpu_type_only():
+    """hardware.host_ram_gib_per_node describes the scenario's own nodes: the search of its GPU type keeps it (it
+    used to be dropped when the hardware section was rebuilt); another GPU type uses its server-class default."""
+    from calculator import load_scenario
+    from calculator.planning.search import GpuSearch
+
+    s = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"hardware.host_ram_gib_per_node": 256})
+    own = GpuSearch(s, "h100-80gb", max_gpus=64, margin=0.1, allow_lora=False)
+    other = GpuSearch(s, "a100-80gb", max_gpus=64, margin=0.1, allow_lora=False)
+    assert own.base.hardware.host_ram_gib_per_node == 256
+    assert other.base.hardware.host_ram_gib_per_node is None

@@ -28,7 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
-from calculator.model.roles import RoleModel, dora_magnitude_params, dora_transient_bytes, lora_params
+from calculator.model.roles import (
+    RoleModel,
+    dora_magnitude_params,
+    dora_transient_bytes,
+    lora_params,
+    megatron_lora_params,
+)
 from calculator.units import dtype_bytes
 
 ADAM_STATES = 2  # exp_avg, exp_avg_sq (torch.optim.AdamW)
@@ -169,6 +175,9 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
         return TrainingState(
             params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, "")
         )
+    rank = {"actor": s.model.lora_rank, "critic": s.critic.lora_rank}.get(role.name, 0)
+    if rank:
+        return _megatron_lora_state(s, role, m, rank, (local, params))
     gb = dtype_bytes(m.main_grads_dtype) if m.use_precision_aware_optimizer else 4
     grads = StatePart(int(local * gb), f"grad buffer ({'main_grads_dtype' if gb == 2 else 'fp32'}): {split}, x {gb} B")
     q = local_dp_sharded if m.use_distributed_optimizer else local
@@ -180,6 +189,44 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
         params,
         grads,
         opt,
+        StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"),
+        StatePart(0, ""),
+        optimizer_at_init_bytes=int(q * init_b),
+        host_optimizer=host,
+    )
+
+
+def _megatron_lora_state(
+    s: Scenario, role: RoleModel, m: MegatronSection, rank: int, base: tuple[float, StatePart]
+) -> TrainingState:
+    """Megatron LoRA (verl >= 0.7 ``model.lora.rank``, Megatron-Bridge PEFT): the base stays frozen in bf16
+    (split as in full training), the adapters (``megatron_lora_params``) are split like the layers they adapt
+    and are the only trainable parameters: Megatron's DDP builds grad buffers only for parameters that require
+    grad (fp32 main grads) and the distributed optimizer holds only their shards (``megatron_optimizer_bytes``,
+    over DP). Left out: LoRA dropout buffers (dropout 0 by default)."""
+    g = s.hardware.num_gpus
+    tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
+    ep, etp = m.expert_model_parallel_size, m.expert_tensor_parallel_size or tp
+    dense_a, expert_a = megatron_lora_params(role.arch, rank, s.model.target_modules)
+    local_a = dense_a / (tp * pp) + expert_a / (ep * etp * pp)
+    dp = max(1, g // (tp * pp * cp))
+    exp_dp = max(1, g // (ep * etp * pp))
+    sharded_a = dense_a / (tp * pp * dp) + expert_a / (ep * etp * pp * exp_dp)
+    local, frozen = base
+    text = f"adapters {dense_a:,} dense / (TP {tp} x PP {pp})" + (
+        f" + {expert_a:,} on experts / (EP {ep} x ETP {etp} x PP {pp})" if expert_a else ""
+    )
+    params = StatePart(int(local * 2 + local_a * 2), f"frozen base, {frozen.formula} + LoRA rank {rank} {text}, x 2 B")
+    gb = dtype_bytes(m.main_grads_dtype) if m.use_precision_aware_optimizer else 4
+    grads = StatePart(int(local_a * gb), f"grad buffer of the adapters only: {text}, x {gb} B")
+    q = sharded_a if m.use_distributed_optimizer else local_a
+    gpu_b, init_b, host_b, otext, host_text = megatron_optimizer_bytes(s.actor.optim.optimizer, m)
+    where = f"adapters / DP {dp}" if m.use_distributed_optimizer else "adapters, not sharded over DP"
+    host = StatePart(int(q * host_b), f"{host_text} ({where})") if host_b else StatePart(0, "")
+    return TrainingState(
+        params,
+        grads,
+        StatePart(int(q * gpu_b), f"{otext} of the {where}"),
         StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"),
         StatePart(0, ""),
         optimizer_at_init_bytes=int(q * init_b),

@@ -41,6 +41,32 @@ def lora_adapted_linears(arch: Architecture, target: str) -> list[tuple[int, int
     return out
 
 
+def megatron_lora_params(arch: Architecture, rank: int, target: str) -> tuple[int, int]:
+    """(adapter params on the dense layers, on the routed experts) of Megatron-Bridge's LoRA (verl >= 0.7
+    ``model.lora``, ``verl/workers/config/megatron_peft.py`` -> ``megatron.bridge.peft.lora.LoRA``): one
+    ``r x (in + out)`` adapter per targeted Megatron linear. Its default targets ``linear_qkv`` (fused q/k/v: one
+    adapter of out q + 2 kv), ``linear_proj``, ``linear_fc1`` (fused gate/up: out 2·I) and ``linear_fc2``; the
+    routed experts' grouped linears are adapted per expert (``megatron.bridge.peft.utils.is_expert_linear``).
+    rlplan's ``target_modules`` picks the attention pair, the MLP pair or all four. Left out: MLA's separate
+    q/kv down- and up-projections (only ``linear_proj`` is counted for MLA attention)."""
+    h, n = arch.hidden_size, arch.num_layers
+    dense = expert = 0
+    if target in ("all-linear", "attention"):
+        dense += rank * (arch.attn_out_dim + h) * n  # linear_proj
+        if not arch.is_mla:
+            dense += rank * (h + arch.q_dim + 2 * arch.kv_dim) * n  # linear_qkv
+    if target in ("all-linear", "mlp"):
+        if arch.num_dense_layers and arch.intermediate_size:
+            dense += rank * (h + 2 * arch.intermediate_size + arch.intermediate_size + h) * arch.num_dense_layers
+        if arch.num_moe_layers and arch.shared_expert_intermediate_size:
+            i_s = arch.shared_expert_intermediate_size
+            dense += rank * (h + 2 * i_s + i_s + h) * arch.num_moe_layers
+        if arch.num_moe_layers:
+            i_m = arch.moe_intermediate_size
+            expert += rank * (h + 2 * i_m + i_m + h) * arch.num_experts * arch.num_moe_layers
+    return dense, expert
+
+
 def lora_params(arch: Architecture, rank: int, target: str) -> int:
     """Trainable LoRA parameters: ``r x (in + out)`` per adapted linear (A is r x in, B is out x r)."""
     return sum(rank * (i + o) * c for i, o, c in lora_adapted_linears(arch, target))

@@ -46,6 +46,11 @@ class VersionBehaviour(BaseModel):
         "engine = workers/engine_workers.py + workers/engine/fsdp (the only one from 0.8.0). Read by the "
         "importer: the legacy workers convert the deprecated global micro-batch keys, the engine rejects them."
     )
+    megatron_lora: bool = Field(
+        default=True,
+        description="The Megatron engine trains LoRA adapters (model.lora.rank, Megatron-Bridge PEFT): from 0.7.0 "
+        "(verl/workers/config/megatron_peft.py get_peft_cls; absent from the 0.5.0 and 0.6.x wheels).",
+    )
     ref_on_gpu_bf16: bool = Field(
         description="FSDP reference policy resident on the GPU in bf16. False everywhere: forced CPU offload."
     )
@@ -313,6 +318,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
             "trainer/ppo/ray_trainer.py _balance_batch: partitions in index order, no workload sort (:905-920)",
         ),
         balance_batch_banded=False,
+        megatron_lora=False,
     ),
     "0.5": _row(
         _LEGACY,
@@ -327,6 +333,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
             "trainer/ppo/ray_trainer.py _balance_batch: partitions in index order, no workload sort (:1067-1081)",
         ),
         balance_batch_banded=False,
+        megatron_lora=False,
     ),
 }
 # DESIGN.md 6.5: the minor versions stay accepted as aliases of their newest patch release.

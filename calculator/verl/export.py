@@ -40,7 +40,17 @@ from calculator.verl.fields import (
 )
 from calculator.verl.imports import _import_flat, apply_natives
 from calculator.verl.interpolate import _parse_scalar
-from calculator.verl.keys import _A, _R, ALWAYS_EMIT, GROUPS, KEY_MAPS, LAUNCH, PLUS_KEYS, KeyMap
+from calculator.verl.keys import (
+    _A,
+    _R,
+    ALWAYS_EMIT,
+    GROUPS,
+    KEY_MAPS,
+    LAUNCH,
+    MEGATRON_LORA_KEYS,
+    PLUS_KEYS,
+    KeyMap,
+)
 from calculator.verl.legacy import reset_inherited_means
 from calculator.verl.placement_keys import launch_module, placement_items
 
@@ -136,8 +146,22 @@ def _release_has_key(f: _Field) -> list[Item] | None:
     return []
 
 
+def _megatron_lora(f: _Field) -> list[Item] | None:
+    """Under Megatron, LoRA is the model.lora dict (``keys.MEGATRON_LORA_KEYS``): the same value, that key. The
+    0.5 / 0.6 Megatron configs have no such dict (Hydra would refuse it): a ``# rlplan:`` line there."""
+    if f.engine != "megatron":
+        return None
+    if not behaviour(f.s.verl_version).megatron_lora:
+        return []
+    return [(g, MEGATRON_LORA_KEYS[f.km.native], v) for g, _, v in _generic(f)]
+
+
 # Fields whose export is not the generic rule; a handler returning None falls back to it.
+
+
 _SPECIAL: dict[str, Callable[[_Field], list[Item] | None]] = {
+    "model.lora_rank": _megatron_lora,
+    "model.lora_alpha": _megatron_lora,
     "critic.strategy": _critic_strategy,
     "critic.model_path": _model_path_of(need_critic),
     "reward_model.model_path": _model_path_of(lambda s: s.reward_model.enable),

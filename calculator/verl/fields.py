@@ -131,6 +131,9 @@ def _hf_repo(model_id: str | None) -> str | None:
     return m.hf_repo if m else model_id
 
 
+_VARIANT_SUFFIX = re.compile(r"-(instruct|chat|base|hf|it|thinking|bf16|\d{4})$")
+
+
 def _model_id_from_path(path: str) -> str | None:
     presets = model_presets(strict=False)
     base = path.rstrip("/").split("/")[-1].lower()
@@ -141,11 +144,18 @@ def _model_id_from_path(path: str) -> str | None:
     for m in presets.values():
         if m.id == base or m.hf_repo.split("/")[-1].lower() == base:
             return m.id
-    stripped = re.sub(r"-(instruct|chat|base|hf|it)$", "", base)
-    for m in presets.values():
-        if m.id == stripped or m.hf_repo.split("/")[-1].lower() in (stripped, stripped + "-hf"):
-            return m.id
-    return None
+    # Fine-tunes and dated releases share their base model's config.json: strip those suffixes one at a time
+    # (Qwen3-30B-A3B-Instruct-2507 -> Qwen3-30B-A3B, DeepSeek-V3-0324 -> DeepSeek-V3). Quantised checkpoints
+    # (-FP8, -AWQ, ...) are not stripped: their weights differ.
+    stripped = base
+    while True:
+        shorter = _VARIANT_SUFFIX.sub("", stripped)
+        if shorter == stripped:
+            return None
+        stripped = shorter
+        for m in presets.values():
+            if m.id == stripped or m.hf_repo.split("/")[-1].lower() in (stripped, stripped + "-hf"):
+                return m.id
 
 
 def _kv_dtype_to_verl(value: str, engine_name: str) -> str:
@@ -185,7 +195,23 @@ def _model_path(value: Any, key: str, res: _Resolver) -> Converted:
             f"verl override {key}={value}: not a model preset; the model comes from the base scenario or "
             "--model (a preset id or a config.json)",
         )
-    return True, mid, None
+    return True, mid, _release_note(key, value, mid)
+
+
+_LATER_RELEASE = re.compile(r"-(thinking|\d{4})(-|$)")
+
+
+def _release_note(key: str, path: str, model_id: str) -> str | None:
+    """A note when the path is a dated or thinking release of the preset it matched (Qwen3-30B-A3B-Instruct-2507 ->
+    qwen3-30b-a3b): the same layers, but its config.json may differ (Qwen's 2507 releases raise
+    max_position_embeddings to 262,144, which is vLLM's max_model_len when rollout.max_model_len is null)."""
+    base = path.rstrip("/").split("/")[-1].lower()
+    if not _LATER_RELEASE.search(base):
+        return None
+    return (
+        f"verl {key}={path}: estimated with the model preset {model_id}, of which it is a later release; its "
+        "config.json may differ (max_position_embeddings, rope scaling): pass it with --model for the exact one"
+    )
 
 
 def _resolved_or_none(res: _Resolver, key: str) -> Any:

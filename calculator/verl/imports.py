@@ -23,7 +23,7 @@ from calculator.verl.defaults import _FSDP_ONLY_KEYS, _MEGATRON_ONLY_KEYS, _MISS
 from calculator.verl.fields import _resolved_or_none, _to_native, native_default, native_field_exists
 from calculator.verl.ignored import classify
 from calculator.verl.interpolate import _hydra_parse, _parse_scalar, _Resolver
-from calculator.verl.keys import _A, _F, ALIASES, DEPRECATED_MICRO_KEYS, verl_to_native
+from calculator.verl.keys import _A, _F, _M, ALIASES, DEPRECATED_MICRO_KEYS, MEGATRON_LORA_KEYS, verl_to_native
 from calculator.verl.legacy import convert_global_micro, release_defaults, reset_inherited_means
 from calculator.verl.placement_keys import import_placement, is_placement_key
 from calculator.verl.shell import _RLPLAN_LINE, SCRIPT, _parse_script, _Unresolved
@@ -131,6 +131,25 @@ def _ref_megatron_key(imp: _Import, key: str) -> None:
         imp.note(f"verl {key}: a ref sharded unlike the actor is not modelled (rlplan uses {actor_key})")
 
 
+def _lora_key_of_other_engine(imp: _Import, key: str, raw: Any) -> bool:
+    """LoRA keys the engine does not read: Megatron takes LoRA from model.lora.* (``keys.MEGATRON_LORA_KEYS``),
+    FSDP from model.lora_rank / lora_alpha. verl's main_ppo still reads either rank to run the reference pass on
+    the actor (``ref_in_actor``), which rlplan does not model for a LoRA the engine ignores."""
+    megatron_keys = set(MEGATRON_LORA_KEYS.values())
+    fsdp_keys = {f"{_M}.lora_rank", f"{_M}.lora_alpha"}
+    ignored = fsdp_keys if imp.engine == "megatron" else megatron_keys
+    if key not in ignored:
+        return False
+    if key.endswith("rank") and raw not in (0, None, "0"):
+        used = f"{_M}.lora.rank" if imp.engine == "megatron" else f"{_M}.lora_rank"
+        imp.note(
+            f"verl {key}={raw}: the {imp.engine} engine does not read it (its LoRA rank is {used}): every "
+            "parameter is trained; estimated as full fine-tuning",
+            always=True,
+        )
+    return True
+
+
 def _skipped_key(imp: _Import, key: str, raw: Any) -> bool:
     """Keys handled without a native field of their own (True when ``key`` was one of them)."""
     if key == "model_engine" or is_placement_key(key):  # placement keys: _placement
@@ -140,6 +159,8 @@ def _skipped_key(imp: _Import, key: str, raw: Any) -> bool:
         if imp.source == "script":
             other = "model_engine=megatron" if imp.engine == "fsdp" else "the FSDP config (model_engine=dp)"
             imp.note(f"verl override {key}: exists only with {other}; verl would reject it. Ignored", always=True)
+        return True
+    if _lora_key_of_other_engine(imp, key, raw):
         return True
     if key == "critic.ulysses_sequence_parallel_size" and raw not in (1, None):
         imp.note(_CRITIC_ULYSSES_NOTE)

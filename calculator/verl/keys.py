@@ -230,7 +230,16 @@ ALWAYS_EMIT: frozenset[str] = frozenset(
 )
 
 # Other verl spellings accepted on import (older layouts, deprecated aliases, the other engine's kwargs).
+# verl >= 0.7's Megatron engine takes LoRA from the model.lora dict (Megatron-Bridge PEFT,
+# verl/workers/config/megatron_peft.py get_peft_cls reads lora["rank"]); model.lora_rank is the FSDP engine's key,
+# which the Megatron engine does not read (0.9.1 _generated_ppo_megatron_trainer.yaml has both).
+MEGATRON_LORA_KEYS: dict[str, str] = {
+    "model.lora_rank": f"{_M}.lora.rank",
+    "model.lora_alpha": f"{_M}.lora.alpha",
+}
+
 ALIASES: dict[str, str] = {
+    **{verl: native for native, verl in MEGATRON_LORA_KEYS.items()},
     f"{_A}.use_fused_kernels": "model.use_fused_kernels",  # ${oc.select:actor_rollout_ref.model.use_fused_kernels}
     f"{_A}.fsdp_config.strategy": "actor.strategy",
     # FSDPActorConfig.__post_init__ copies actor.ulysses_sequence_parallel_size (if > 1) into fsdp_config.
@@ -312,6 +321,8 @@ def native_to_verl(key: str, engine: str | None = None) -> str | None:
         return None
     if key == "actor.strategy" and engine == "megatron":
         return "model_engine"
+    if engine == "megatron" and key in MEGATRON_LORA_KEYS:
+        return MEGATRON_LORA_KEYS[key]
     return km.verl
 
 

@@ -107,3 +107,22 @@ def test_megatron_without_distributed_optimizer_and_forward_only():
     assert st.optimizer.bytes == int(P7 / 2 * 12)
     ref = _megatron({"actor.megatron.tensor_model_parallel_size": 2}, trained=False)
     assert ref.params.bytes == int(P7 / 2 * 2) and ref.grads.bytes == 0 and ref.optimizer.bytes == 0
+
+
+def test_megatron_lora_trains_only_the_adapters():
+    """verl >= 0.7 Megatron LoRA (model.lora.rank) on Qwen3-30B-A3B, 8 GPUs, TP 1, EP 8, rank 32: adapters
+    20,447,232 dense (all on every GPU) + 1,258,291,200 on experts (/ EP 8 = 157,286,400) = 177,733,632 local.
+    Grad buffer for the adapters only, fp32: x 4 = 710,934,528 B. Distributed optimizer over DP: dense / DP 8 +
+    experts / (EP 8 x expert-DP 1) = 2,555,904 + 157,286,400 = 159,842,304 params x (fp32 master 4 + Adam 8) =
+    1,918,107,648 B. Full fine-tuning of the same layout holds ~5x the grads and ~20x the optimizer."""
+    from calculator import load_scenario
+    from calculator.report.estimate import build_context
+
+    ov = {"model.path": "qwen3-30b-a3b", "actor.strategy": "megatron", "actor.megatron.expert_model_parallel_size": 8}
+    lora = build_context(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**ov, "model.lora_rank": 32}))
+    full = build_context(load_scenario("qwen2.5-7b-grpo-8xh100", overrides=ov))
+    assert lora.actor_state.grads.bytes == 710_934_528
+    assert lora.actor_state.optimizer.bytes == 1_918_107_648
+    assert lora.actor_state.grads.bytes * 5 < full.actor_state.grads.bytes
+    assert lora.actor_state.optimizer.bytes * 20 < full.actor_state.optimizer.bytes
+    assert lora.actor_state.params.bytes > full.actor_state.params.bytes  # frozen base + the adapters

@@ -42,3 +42,17 @@ def test_policy_and_value_roles():
     assert critic.num_params == P7 - V * H + (H + 1)  # the lm_head becomes score = Linear(h, 1)
     assert critic.root_params == V * H + H + (H + 1)  # embedding + final norm + score head
     assert critic.lm_head_vocab == 0 and critic.largest_layer_params == actor.largest_layer_params
+
+
+def test_megatron_lora_params_qwen3_30b_a3b_rank_32():
+    """Megatron-Bridge LoRA, all four linears, Qwen3-30B-A3B (h 2048, 48 layers, q 4096, kv 512, every layer MoE
+    with 128 experts of width 768, no dense MLP): per layer linear_qkv 32 x (2048 + 4096 + 2 x 512) and
+    linear_proj 32 x (4096 + 2048) -> dense 32 x 13,312 x 48 = 20,447,232; per expert fc1 (out 2 x 768) and fc2
+    32 x (2048 + 1536 + 768 + 2048) = 204,800, x 128 experts x 48 layers = 1,258,291,200."""
+    from calculator.inputs.presets import get_model
+    from calculator.model.roles import megatron_lora_params
+
+    arch = get_model("qwen3-30b-a3b").architecture
+    assert megatron_lora_params(arch, 32, "all-linear") == (20_447_232, 1_258_291_200)
+    assert megatron_lora_params(arch, 32, "attention") == (20_447_232, 0)
+    assert megatron_lora_params(arch, 32, "mlp") == (0, 1_258_291_200)

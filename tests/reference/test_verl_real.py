@@ -343,7 +343,9 @@ def test_importing_verl_generated_config_gives_defaults(wheel, name):
     data = yaml.safe_load(wheel.read(CONFIG + name))
     natives, notes = V.import_verl_yaml(data)
     megatron = "megatron" in name
-    expected_extra = {"actor.strategy": "megatron", "actor.optim.optimizer": "adam"} if megatron else {}
+    # Megatron's LoRA section (model.lora, read as rlplan's model.lora_*) defaults alpha to 32, FSDP's to 16.
+    megatron_extra = {"actor.strategy": "megatron", "actor.optim.optimizer": "adam", "model.lora_alpha": 32}
+    expected_extra = megatron_extra if megatron else {}
     diffs = {k: v for k, v in natives.items() if v != V.native_default(k)}
     assert diffs == expected_extra
     assert any("rollout.name" in n for n in notes) and any("placeholder" in n for n in notes)

@@ -117,3 +117,18 @@ def test_grad_offload_is_exported_per_release():
     assert ("actor.megatron.grad_offload", True) in V.export_scenario(new).rlplan
     natives, _ = V.import_verl_text(V.format_overrides(new))
     assert natives["actor.megatron.grad_offload"] is True  # restored from the # rlplan line
+
+
+def test_megatron_lora_is_exported_as_the_model_lora_dict_per_release():
+    """Megatron LoRA is model.lora.rank from verl 0.7.0 (model.lora_rank would train every parameter there); the
+    0.6 Megatron config has no model.lora (Hydra would refuse it): a # rlplan line, read back on import."""
+    over = {"actor.strategy": "megatron", "model.lora_rank": 32}
+    new = load_scenario("qwen2.5-7b-grpo-8xh100", overrides=over)
+    items = dict(V.export_overrides(new))
+    assert items["actor_rollout_ref.model.lora.rank"] == 32 and "actor_rollout_ref.model.lora_rank" not in items
+    assert V.import_verl_text(V.format_overrides(new))[0]["model.lora_rank"] == 32
+    old = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**over, "verl_version": "0.6"})
+    assert not any("lora" in k for k, _ in V.export_overrides(old))
+    assert ("model.lora_rank", 32) in V.export_scenario(old).rlplan
+    fsdp = dict(V.export_overrides(load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"model.lora_rank": 32})))
+    assert fsdp["actor_rollout_ref.model.lora_rank"] == 32

@@ -152,3 +152,26 @@ def test_megatron_hybrid_cpu_optimizer_exports_with_plus():
     keys = dict(V.export_overrides(s))
     assert keys["+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload"] is True
     assert keys["+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction"] == 0.5
+
+
+def test_megatron_lora_is_the_model_lora_dict():
+    """verl >= 0.7's Megatron engine reads LoRA from model.lora.rank (megatron_peft.get_peft_cls); the FSDP key
+    model.lora_rank is not read by it (and model.lora.rank not by FSDP): a note, and a full fine-tune."""
+    natives, _ = V.import_verl_text("model_engine=megatron actor_rollout_ref.model.lora.rank=32")
+    assert natives["model.lora_rank"] == 32
+    natives, notes = V.import_verl_text("model_engine=megatron actor_rollout_ref.model.lora_rank=32")
+    assert "model.lora_rank" not in natives
+    assert any("does not read it" in n and "model.lora.rank" in n for n in notes)
+    natives, notes = V.import_verl_text("actor_rollout_ref.model.lora.rank=32")
+    assert "model.lora_rank" not in natives and any("does not read it" in n for n in notes)
+    assert V.import_verl_text("actor_rollout_ref.model.lora_rank=32")[0]["model.lora_rank"] == 32
+
+
+def test_later_release_of_a_preset_is_matched_with_a_note():
+    natives, notes = V.import_verl_text("actor_rollout_ref.model.path=Qwen/Qwen3-30B-A3B-Instruct-2507")
+    assert natives["model.path"] == "qwen3-30b-a3b"
+    assert any("later release" in n and "--model" in n for n in notes)
+    natives, notes = V.import_verl_text("actor_rollout_ref.model.path=Qwen/Qwen3-30B-A3B-Base")
+    assert natives["model.path"] == "qwen3-30b-a3b" and not any("later release" in n for n in notes)
+    natives, _ = V.import_verl_text("actor_rollout_ref.model.path=Qwen/Qwen3-30B-A3B-FP8")
+    assert "model.path" not in natives  # a quantised checkpoint is not the bf16 preset

@@ -14,14 +14,17 @@ def test_native_verl_inverse():
     assert V.native_to_verl("hardware.gpu") is None and V.native_to_verl("data.mean_response_length") is None
     assert V.native_to_verl("actor.fsdp_config.param_offload", "megatron") is None
     assert V.native_to_verl("actor.strategy", "megatron") == "model_engine"
+    assert V.native_to_verl("model.lora_rank", "megatron") == "actor_rollout_ref.model.lora.rank"
+    assert V.native_to_verl("model.lora_rank", "fsdp") == "actor_rollout_ref.model.lora_rank"
     assert V.verl_to_native("+actor_rollout_ref.rollout.n") == "rollout.n"
     assert V.verl_to_native("actor_rollout_ref.actor.made_up") is None
 
 
 def test_aliases_point_at_mapped_fields():
-    """Older or duplicate verl spellings (31 of them) import into the same Scenario fields; 8 are Megatron's
-    precision-aware optimizer settings passed through optim.override_optimizer_config (actor and critic)."""
-    assert len(V.ALIASES) == 31
+    """Older or duplicate verl spellings (33 of them) import into the same Scenario fields; 8 are Megatron's
+    precision-aware optimizer settings passed through optim.override_optimizer_config (actor and critic), 2 the
+    Megatron engine's LoRA keys (model.lora.rank / alpha)."""
+    assert len(V.ALIASES) == 33
     for verl_key, native in V.ALIASES.items():
         assert V.native_field_exists(native), (verl_key, native)
         assert V.verl_to_native(verl_key) == native

@@ -27,6 +27,8 @@ EXPRESSIBLE_BUT_AMBIGUOUS = {
     "hardware.gpus_per_node": "a single-node launch (trainer.nnodes=1) does not tell the node size",
     "actor.optim.optimizer": "Megatron's 'adam' is rlplan's AdamW and adam; Adafactor has no Megatron name",
     "model.path": "a model given as model.config: verl reads the architecture from the checkpoint",
+    "model.lora_rank": "Megatron LoRA on verl 0.5 / 0.6, whose Megatron config has no model.lora",
+    "model.lora_alpha": "same as model.lora_rank",
 }
 
 

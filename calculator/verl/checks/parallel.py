@@ -215,6 +215,17 @@ def _parallel_rules(s: Scenario) -> list[ConfigProblem]:
                     "verl/workers/engine/fsdp/transformer_impl.py:FSDPEngine._init_device_mesh",
                 )
             )
+    if s.actor.strategy == "megatron" and s.model.lora_rank and not behaviour(s.verl_version).megatron_lora:
+        out.append(
+            _p(
+                "megatron_lora_release",
+                "warning",
+                f"verl {s.verl_version} has no Megatron LoRA (model.lora arrived in 0.7.0): its Megatron engine "
+                "trains every parameter. The estimate shows LoRA as verl >= 0.7 runs it; pick verl_version 0.7.0 or "
+                "later, the FSDP engine, or model.lora_rank=0 for the full fine-tune this release would run.",
+                "verl/workers/config/megatron_peft.py:get_peft_cls (0.7.0+)",
+            )
+        )
     for role, on, strat, m in (
         ("actor", True, s.actor.strategy, s.actor.megatron),
         ("critic", need_critic(s), _critic_strategy(s), s.critic.megatron),

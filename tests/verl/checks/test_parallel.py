@@ -12,6 +12,14 @@ from tests.verl.checks.cases import GRPO, PPO, assert_caught, assert_passes, bad
 # (preset, native overrides, raw patches, rule, severity, fragment of verl's message)
 BAD: list[tuple[str, dict[str, Any], dict[str, Any], str, str, str]] = [
     (
+        GRPO,
+        {"actor.strategy": "megatron", "model.lora_rank": 32, "verl_version": "0.6"},
+        {},
+        "megatron_lora_release",
+        "warning",
+        "verl 0.6 has no Megatron LoRA (model.lora arrived in 0.7.0)",
+    ),
+    (
         PPO,
         {"actor.strategy": "megatron", "critic.megatron.tensor_model_parallel_size": 3},
         {},
@@ -148,3 +156,17 @@ def test_bad_config_is_caught(preset, overrides, raw, rule, severity, fragment):
 @pytest.mark.parametrize(("preset", "overrides", "rule"), GOOD)
 def test_good_config_passes(preset, overrides, rule):
     assert_passes(preset, overrides, rule)
+
+
+def test_megatron_lora_on_a_release_without_it_is_a_warning():
+    """verl 0.5 / 0.6 have no Megatron LoRA (model.lora arrived in 0.7.0): a warning naming the choices; 0.7.0
+    and later run it."""
+    from calculator import load_scenario
+    from calculator.verl.checks import check_config
+
+    over = {"actor.strategy": "megatron", "model.lora_rank": 32}
+    for version, expected in (("0.5", True), ("0.6", True), ("0.7.0", False), ("0.9.1", False)):
+        s = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**over, "verl_version": version})
+        hits = [p for p in check_config(s) if p.rule == "megatron_lora_release"]
+        assert bool(hits) == expected, version
+        assert all(p.severity == "warning" and "0.7.0" in p.message for p in hits)

@@ -31,10 +31,7 @@ from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.limits import MAX_INPUT_BYTES, MAX_NESTING, MAX_PRESET_FILES, MAX_YAML_VALUES
 from calculator.inputs.readers import (
     MAX_YAML_BYTES,
-    BoundedSafeLoader,
     RefusedInput,
-    _bounded_loader,
-    _PyEventParser,
     read_file_text,
     read_json_text,
     read_mapping_file,
@@ -50,10 +47,7 @@ __all__ = [
     "MAX_NESTING",
     "MAX_YAML_BYTES",
     "MAX_YAML_VALUES",
-    "BoundedSafeLoader",
     "RefusedInput",
-    "_PyEventParser",
-    "_bounded_loader",
     "read_file_text",
     "read_json_text",
     "read_mapping_file",

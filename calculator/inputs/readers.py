@@ -208,10 +208,14 @@ def read_mapping_file(
     ``MAX_INPUT_BYTES`` are ever read, and only from a regular file."""
     p = Path(path)
     what = what or str(p)
-    text = read_file_text(p, what, within=within)
+    return mapping_from_text(read_file_text(p, what, within=within), what, is_json=p.suffix.lower() == ".json")
+
+
+def mapping_from_text(text: str, what: str, *, is_json: bool = False) -> dict[str, Any]:
+    """A file's text parsed as YAML (or JSON) that must hold a mapping (:func:`read_mapping_file`'s parse)."""
     if not text.strip():
         data = None  # an empty file: "must be a mapping" below, in either format
-    elif p.suffix.lower() == ".json":
+    elif is_json:
         data = read_json_text(text, what)
     else:
         data = read_yaml_text(text, what)

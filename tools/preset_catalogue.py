@@ -1,7 +1,7 @@
-"""``presets/catalogue.json``: the shipped preset YAML files, parsed (``calculator.inputs.catalogue``, issue #18).
+"""``presets/<kind>/catalogue.json``: the shipped preset YAML files, parsed (``calculator.inputs.catalogue``, #18).
 
-``python -m tools.preset_catalogue`` checks that the catalogue equals what the YAML files parse to (exit 1 and
-the files that differ); ``--write`` rewrites it. Run ``--write`` after adding or editing a file under
+``python -m tools.preset_catalogue`` checks that each kind's catalogue equals what its YAML files parse to (exit 1
+and the files that differ); ``--write`` rewrites them. Run ``--write`` after adding or editing a file under
 ``presets/{gpus,models,scenarios}/``: until then that file is parsed from YAML at every start (same result,
 slower) and ``tests/inputs/test_catalogue.py`` fails.
 """
@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from calculator.inputs.catalogue import CATALOGUE_NAME, catalogue_text
+from calculator.inputs.catalogue import CATALOGUE_NAME, KINDS, catalogue_text
 from calculator.inputs.presets import PRESETS_DIR
 
 
@@ -23,29 +23,30 @@ def _text(value: object) -> str:
 
 
 def stale_files(presets_dir: Path = PRESETS_DIR) -> list[str]:
-    """``kind/file`` of each entry that differs between the catalogue on disk and the YAML files (empty: current)."""
-    path = presets_dir / CATALOGUE_NAME
-    want = json.loads(catalogue_text(presets_dir))
-    have = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    out = [key for key in want if not isinstance(want[key], dict) and _text(have.get(key)) != _text(want[key])]
-    for kind, entries in want.items():
-        if isinstance(entries, dict):
-            old = have.get(kind) if isinstance(have.get(kind), dict) else {}
-            out += [
-                f"{kind}/{name}"
-                for name in sorted(set(entries) | set(old))
-                if _text(entries.get(name)) != _text(old.get(name))
-            ]
+    """``kind/file`` of each entry that differs between the catalogues on disk and the YAML files (empty: current)."""
+    out: list[str] = []
+    for kind in KINDS:
+        path = presets_dir / kind / CATALOGUE_NAME
+        want = json.loads(catalogue_text(presets_dir, kind))
+        have = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        out += [f"{kind}/{CATALOGUE_NAME}: {key}" for key in want if key != "files" and have.get(key) != want[key]]
+        old = have.get("files") if isinstance(have.get("files"), dict) else {}
+        new = want["files"]
+        out += [
+            f"{kind}/{name}" for name in sorted(set(new) | set(old)) if _text(new.get(name)) != _text(old.get(name))
+        ]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="rewrite presets/catalogue.json")
+    ap.add_argument("--write", action="store_true", help="rewrite presets/<kind>/catalogue.json")
     args = ap.parse_args(argv)
     if args.write:
-        (PRESETS_DIR / CATALOGUE_NAME).write_text(catalogue_text(PRESETS_DIR), encoding="utf-8")
-        print(f"wrote {PRESETS_DIR / CATALOGUE_NAME}")
+        for kind in KINDS:
+            path = PRESETS_DIR / kind / CATALOGUE_NAME
+            path.write_text(catalogue_text(PRESETS_DIR, kind), encoding="utf-8")
+            print(f"wrote {path}")
         return 0
     stale = stale_files()
     for name in stale:

@@ -12,6 +12,8 @@ usable. ``preset_problems()`` names every skipped file; ``model_presets()``, ``g
 Every preset file is read through :mod:`calculator.inputs.readers` (regular files only, inside the preset
 directories, at most ``MAX_INPUT_BYTES``, bounded YAML); at most ``MAX_PRESET_FILES`` files per kind and
 directory are read. A preset id chosen by a user (``scenario_preset``) is looked up, never opened as a path.
+A shipped file whose text is the one recorded in ``presets/<kind>/catalogue.json`` is not parsed again: its
+mapping comes from there (``calculator.inputs.catalogue``; validated as any other).
 """
 
 from __future__ import annotations

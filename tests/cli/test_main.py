@@ -218,7 +218,7 @@ def test_check_is_a_launch_guard(model, code, capsys):
     assert ("DOES NOT FIT" in capsys.readouterr().out) == bool(code)
 
 
-# Parsed from presets/catalogue.json (calculator.inputs.catalogue): no command below reads a YAML text.
+# Parsed from presets/<kind>/catalogue.json (calculator.inputs.catalogue): no command below reads a YAML text.
 _NO_YAML = ["yaml", "calculator.inputs.yaml_text"]
 
 
@@ -250,7 +250,7 @@ def _imported_of(code: str, modules: list[str]) -> list[str]:
 def test_commands_import_only_what_they_run(argv, not_imported):
     """Start-up is import time (issue #18): a fresh interpreter running ``presets`` never imports the memory
     model nor the Report's pydantic classes, ``estimate`` never the planner or the verl exporter, and neither
-    PyYAML (the shipped presets come parsed from presets/catalogue.json; if this fails after a preset file
+    PyYAML (the shipped presets come parsed from presets/<kind>/catalogue.json; if this fails after a preset file
     changed, run ``python -m tools.preset_catalogue --write``)."""
     code = f"from calculator.cli.main import main\nassert main({argv!r}) == 0"
     assert _imported_of(code, not_imported) == []

@@ -1,5 +1,5 @@
-"""presets/catalogue.json (calculator.inputs.catalogue): equal to what the YAML files parse to, and never able to
-change a result when it is stale, missing or broken."""
+"""presets/<kind>/catalogue.json (calculator.inputs.catalogue): equal to what the YAML files parse to, and never able
+to change a result when it is stale, missing or broken."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from calculator.inputs.catalogue import (
     cached_mapping,
     catalogue_text,
     load_catalogue,
-    text_sha256,
 )
 from calculator.inputs.presets import PRESETS_DIR
 from calculator.inputs.readers import read_yaml_text
@@ -38,26 +37,27 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def test_catalogue_is_current() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_catalogue_is_current(kind: str) -> None:
     """Fails after a preset file changed: run ``python -m tools.preset_catalogue --write``."""
-    on_disk = (PRESETS_DIR / CATALOGUE_NAME).read_text(encoding="utf-8")
-    assert on_disk == catalogue_text(PRESETS_DIR), "run: python -m tools.preset_catalogue --write"
+    on_disk = (PRESETS_DIR / kind / CATALOGUE_NAME).read_text(encoding="utf-8")
+    assert on_disk == catalogue_text(PRESETS_DIR, kind), "run: python -m tools.preset_catalogue --write"
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_file_is_recorded_as_its_yaml_parses(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     entry = load_catalogue(PRESETS_DIR, path.parent.name)[path.name]
-    assert entry["sha256"] == text_sha256(text)
+    assert entry["text"] == text
     assert _same(cached_mapping(entry, text), read_yaml_text(text, path.name))
 
 
 def test_a_changed_text_is_not_taken_from_the_catalogue() -> None:
-    entry = {"sha256": text_sha256("id: a\n"), "data": {"id": "a"}}
+    entry = {"text": "id: a\n", "data": {"id": "a"}}
     assert cached_mapping(entry, "id: a\n") == {"id": "a"}
-    assert cached_mapping(entry, "id: b\n") is None
+    assert cached_mapping(entry, "id: a \n") is None
     assert cached_mapping(None, "id: a\n") is None
-    assert cached_mapping({"sha256": text_sha256("[1]\n"), "data": [1]}, "[1]\n") is None  # not a mapping
+    assert cached_mapping({"text": "[1]\n", "data": [1]}, "[1]\n") is None  # not a mapping
 
 
 def test_values_json_cannot_carry_are_left_to_yaml(tmp_path: Path) -> None:
@@ -67,18 +67,19 @@ def test_values_json_cannot_carry_are_left_to_yaml(tmp_path: Path) -> None:
     (tmp_path / "scenarios" / "dated.yaml").write_text("name: dated\nwhen: 2024-01-01\n")
     (tmp_path / "scenarios" / "intkey.yaml").write_text("name: intkey\nby_n:\n  8: x\n")
     (tmp_path / "scenarios" / "boolkey.yaml").write_text("name: boolkey\non: 1\n")  # YAML 1.1: the key is True
-    recorded = build_catalogue(tmp_path)["scenarios"]
+    recorded = build_catalogue(tmp_path, "scenarios")["files"]
     assert sorted(recorded) == ["plain.yaml"]
     again = json.loads(json.dumps(recorded))["plain.yaml"]["data"]
     assert _same(again, {"name": "plain", "n": 8, "ratio": 1.0, "flag": True})
 
 
 @pytest.mark.parametrize(
-    "content", [None, "{not json", '{"format": 99, "gpus": {}}', "[]", '{"format": 1, "gpus": []}']
+    "content", [None, "{not json", '{"format": 99, "files": {}}', "[]", '{"format": 1, "files": []}', "x" * 2**22]
 )
 def test_a_missing_or_unreadable_catalogue_is_ignored(tmp_path: Path, content: str | None) -> None:
+    (tmp_path / "gpus").mkdir()
     if content is not None:
-        (tmp_path / CATALOGUE_NAME).write_text(content)
+        (tmp_path / "gpus" / CATALOGUE_NAME).write_text(content)
     assert load_catalogue(tmp_path, "gpus") == {}
 
 
@@ -110,6 +111,7 @@ def test_an_edited_preset_file_wins_over_a_stale_catalogue(presets_copy: Path) -
 
 def test_the_presets_read_through_the_catalogue_equal_the_yaml(presets_copy: Path) -> None:
     via_catalogue = (presets.model_presets(), presets.gpu_presets(), presets.scenario_presets())
-    (presets_copy / CATALOGUE_NAME).unlink()
+    for kind in KINDS:
+        (presets_copy / kind / CATALOGUE_NAME).unlink()
     presets.clear_cache()
     assert (presets.model_presets(), presets.gpu_presets(), presets.scenario_presets()) == via_catalogue

@@ -1,16 +1,22 @@
 """CLI start-up: import time of ``python -m calculator presets`` and ``estimate`` (issue #18: <= 0.15 s).
 
-    python benchmarks/bench_cli.py [--runs 7]
+    python benchmarks/bench_cli.py [--runs 7] [--baseline DIR]
 
 Runs each command in a fresh interpreter under ``python -X importtime`` and sums the cumulative time of the
 top-level imports (everything the process imported, interpreter start-up modules such as ``site``
-included), then the wall time and the CPU time of the whole command. Prints the median over the runs; noisy on a shared
-machine (other processes' load inflates every figure). Prints figures; not a test.
+included), then the wall time and the CPU time of the whole command. Prints the median over the runs and, for the
+imports, the lowest run too (the one least inflated by other processes' load); noisy on a shared machine. Prints
+figures; not a test. ``site`` alone (``python -c pass``) is printed first: what the interpreter imports before any
+of rlplan's code (on this development machine a sandbox ``.pth`` file imports ``certifi`` there; not in the Docker
+image).
 
 Two ways Python finds the code: **with bytecode** (``.pyc`` files exist, as after ``pip install`` or in the Docker
 image, which runs ``compileall`` at build time; here a temporary ``PYTHONPYCACHEPREFIX`` filled by one warm-up run,
 nothing written into the checkout) and **from source** (``PYTHONDONTWRITEBYTECODE=1`` and no ``.pyc``: every
 module compiled at each start, as in this development environment). Issue #18's goal is read on the first.
+
+``--baseline DIR``: another checkout (``git worktree add /tmp/base main``, or ``git archive main | tar -x -C DIR``)
+measured interleaved with this one, process by process, so that both sides see the same load (with bytecode only).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ COMMANDS = {
     "estimate": ["estimate", "qwen2.5-7b-grpo-8xh100"],
     "plan (one GPU type)": ["plan", "qwen2.5-7b-grpo-8xh100", "--gpus", "h100-80gb"],
 }
+BYTECODE = "with bytecode (installed, Docker image)"
 
 
 def import_seconds(stderr: str) -> tuple[float, float]:
@@ -53,40 +60,68 @@ def _children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def measure(args: list[str], env: dict[str, str]) -> tuple[float, float, float, float]:
-    """(all imports s, calculator imports s, wall s, CPU s of the whole process)."""
+def measure(args: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[float, float, float, float]:
+    """(all imports s, calculator imports s, wall s, CPU s of the whole process) of ``python -m calculator ARGS``
+    run in ``root``."""
     cmd = [sys.executable, "-X", "importtime", "-m", "calculator", *args]
     cpu0, t0 = _children_cpu_s(), time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True, env=env)
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=True, env=env)
     wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu0
     total, ours = import_seconds(done.stderr)
     return total, ours, wall, cpu
 
 
+def site_seconds(env: dict[str, str], runs: int) -> float:
+    """Median import time of an interpreter that runs nothing (``site`` and what its ``.pth`` files import)."""
+    cmd = [sys.executable, "-X", "importtime", "-c", "pass"]
+    done = [subprocess.run(cmd, capture_output=True, text=True, check=True, env=env) for _ in range(runs + 1)]
+    return statistics.median(import_seconds(d.stderr)[0] for d in done[1:])  # the first fills the bytecode cache
+
+
 def environments(pycache: str) -> dict[str, dict[str, str]]:
-    """The two ways of finding the code (module docstring), as child environments."""
-    source = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    """The two ways of finding the code (module docstring), as child environments (shipped presets only)."""
+    base = {k: v for k, v in os.environ.items() if k != "RLPLAN_PRESETS_DIR"}
+    source = {**base, "PYTHONDONTWRITEBYTECODE": "1"}
     source.pop("PYTHONPYCACHEPREFIX", None)
-    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached = {k: v for k, v in base.items() if k != "PYTHONDONTWRITEBYTECODE"}
     cached["PYTHONPYCACHEPREFIX"] = pycache
-    return {"with bytecode (installed, Docker image)": cached, "from source (no .pyc)": source}
+    return {BYTECODE: cached, "from source (no .pyc)": source}
+
+
+def row(name: str, runs: list[tuple[float, float, float, float]]) -> str:
+    total, ours, wall, cpu = (statistics.median(r[i] for r in runs) for i in range(4))
+    low = min(r[0] for r in runs)
+    return f"{name:<30} {total:>14.3f} {low:>8.3f} {ours:>13.3f} {wall:>8.3f} {cpu:>7.3f}"
+
+
+HEADER = f"{'command':<30} {'all imports s':>14} {'(min)':>8} {'calculator s':>13} {'wall s':>8} {'CPU s':>7}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--baseline", type=Path, help="another checkout, measured interleaved (with bytecode only)")
     args = ap.parse_args()
     print(f"median of {args.runs} fresh processes (goal: import <= 0.15 s for presets and estimate, with bytecode)")
     print("(import times are wall-clock inside the process: other load inflates them; CPU s is the whole process)")
     with tempfile.TemporaryDirectory(prefix="rlplan-pyc-") as pycache:
-        for label, env in environments(pycache).items():
+        envs = environments(pycache)
+        print(f"site alone (python -c pass): {site_seconds(envs[BYTECODE], args.runs):.3f} s of imports")
+        if args.baseline is not None:
+            envs = {BYTECODE: envs[BYTECODE]}
+        for label, env in envs.items():
             print(f"-- {label}")
-            print(f"{'command':<22} {'all imports s':>14} {'calculator s':>13} {'wall s':>8} {'CPU s':>7}")
+            print(HEADER)
             for name, argv in COMMANDS.items():
-                measure(argv, env)  # warm-up: fills the bytecode cache (the other mode has none to fill)
-                runs = [measure(argv, env) for _ in range(args.runs)]
-                total, ours, wall, cpu = (statistics.median(r[i] for r in runs) for i in range(4))
-                print(f"{name:<22} {total:>14.3f} {ours:>13.3f} {wall:>8.3f} {cpu:>7.3f}")
+                sides = {"": ROOT} if args.baseline is None else {" (baseline)": args.baseline, " (this)": ROOT}
+                runs: dict[str, list[tuple[float, float, float, float]]] = {s: [] for s in sides}
+                for root in sides.values():
+                    measure(argv, env, root)  # warm-up: fills the bytecode cache (the other mode has none to fill)
+                for _ in range(args.runs):
+                    for side, root in sides.items():
+                        runs[side].append(measure(argv, env, root))
+                for side in sides:
+                    print(row(name + side, runs[side]))
 
 
 if __name__ == "__main__":

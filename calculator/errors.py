@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import reprlib
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # the type only: `python -m calculator --help` and argument errors never import pydantic
+    from pydantic import ValidationError
 
 # Offending values are echoed abbreviated: an input can be any JSON or YAML value, however large.
 _REPR = reprlib.Repr()

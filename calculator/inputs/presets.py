@@ -12,6 +12,8 @@ usable. ``preset_problems()`` names every skipped file; ``model_presets()``, ``g
 Every preset file is read through :mod:`calculator.inputs.readers` (regular files only, inside the preset
 directories, at most ``MAX_INPUT_BYTES``, bounded YAML); at most ``MAX_PRESET_FILES`` files per kind and
 directory are read. A preset id chosen by a user (``scenario_preset``) is looked up, never opened as a path.
+A shipped file whose text is the one recorded in ``presets/<kind>/catalogue.json`` is not parsed again: its
+mapping comes from there (``calculator.inputs.catalogue``; validated as any other).
 """
 
 from __future__ import annotations
@@ -27,14 +29,13 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from calculator.errors import InputError, from_validation_error
+from calculator.inputs.catalogue import cached_mapping, load_catalogue
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.limits import MAX_INPUT_BYTES, MAX_NESTING, MAX_PRESET_FILES, MAX_YAML_VALUES
 from calculator.inputs.readers import (
     MAX_YAML_BYTES,
-    BoundedSafeLoader,
     RefusedInput,
-    _bounded_loader,
-    _PyEventParser,
+    mapping_from_text,
     read_file_text,
     read_json_text,
     read_mapping_file,
@@ -50,10 +51,7 @@ __all__ = [
     "MAX_NESTING",
     "MAX_YAML_BYTES",
     "MAX_YAML_VALUES",
-    "BoundedSafeLoader",
     "RefusedInput",
-    "_PyEventParser",
-    "_bounded_loader",
     "read_file_text",
     "read_json_text",
     "read_mapping_file",
@@ -155,9 +153,13 @@ def _roots() -> list[Path]:
     return [PRESETS_DIR] + ([extra] if extra is not None else [])
 
 
-def _load_file(f: Path, what: str, model: type[BaseModel] | None) -> tuple[str, Any]:
-    """(id, preset) of one file; raises InputError naming the file."""
-    data = read_mapping_file(f, what, within=_roots())
+def _load_file(f: Path, what: str, model: type[BaseModel] | None, parsed: Any = None) -> tuple[str, Any]:
+    """(id, preset) of one file; raises InputError naming the file. ``parsed`` is the file's catalogue entry
+    (``calculator.inputs.catalogue``): its mapping is used when the file's text is the one recorded."""
+    text = read_file_text(f, what, within=_roots())
+    data = cached_mapping(parsed, text)
+    if data is None:
+        data = mapping_from_text(text, what)
     if model is None:
         return f.stem, data
     try:
@@ -178,12 +180,13 @@ def _load_kind(kind: str, model: type[BaseModel] | None) -> _Loaded[Any]:
         shipped = d.parent == PRESETS_DIR
         where = f"{kind}" if shipped else f"${EXTRA_PRESETS_ENV}/{kind}"
         files, left_out = _preset_files(d)
+        parsed = load_catalogue(PRESETS_DIR, kind) if shipped else {}
         if left_out:
             problems.append(f"{kind} presets in {where}: more than {MAX_PRESET_FILES:,} files; {left_out:,} skipped")
         for f in files:
             what = f"{kind} preset {f.name}" if shipped else f"{kind} preset {where}/{f.name}"
             try:
-                key, obj = _load_file(f, what, model)
+                key, obj = _load_file(f, what, model, parsed.get(f.name))
             except InputError as err:  # one line per file, naming it, with every problem of the file
                 problems.append(f"{what}: " + "; ".join(p.removeprefix(f"{what}: ") for p in err.problems))
                 continue

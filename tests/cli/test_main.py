@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -217,26 +218,57 @@ def test_check_is_a_launch_guard(model, code, capsys):
     assert ("DOES NOT FIT" in capsys.readouterr().out) == bool(code)
 
 
+# Parsed from presets/<kind>/catalogue.json (calculator.inputs.catalogue): no command below reads a YAML text.
+_NO_YAML = ["yaml", "calculator.inputs.yaml_text"]
+
+
+def _imported_of(code: str, modules: list[str]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter running ``code`` imported, sorted (shipped presets only)."""
+    code += f"\nimport sys\nprint(sorted(m for m in {modules!r} if m in sys.modules), file=sys.stderr)"
+    env = {k: v for k, v in os.environ.items() if k != "RLPLAN_PRESETS_DIR"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env=env)
+    return json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"'))
+
+
 @pytest.mark.parametrize(
     ("argv", "not_imported"),
     [
-        (["presets"], ["calculator.memory.phases", "calculator.planning.planner", "calculator.verl.export"]),
+        (
+            ["presets"],
+            ["calculator.memory.phases", "calculator.planning.planner", "calculator.verl.export"]
+            + ["calculator.report.models", "calculator.inputs.scenario", *_NO_YAML],
+        ),
+        (["presets", "scenarios", "--json"], ["calculator.report.models", "calculator.inputs.scenario", *_NO_YAML]),
         (
             ["estimate", "qwen2.5-7b-grpo-8xh100"],
-            ["calculator.planning.planner", "calculator.planning.tradeoff", "calculator.verl.export"],
+            ["calculator.planning.planner", "calculator.planning.tradeoff", "calculator.verl.export"]
+            + ["calculator.calibration.profile", "calculator.verl.imports", *_NO_YAML],
         ),
+        (["estimate", "qwen2.5-7b-grpo-8xh100", "--json"], ["calculator.planning.planner", *_NO_YAML]),
     ],
 )
 def test_commands_import_only_what_they_run(argv, not_imported):
     """Start-up is import time (issue #18): a fresh interpreter running ``presets`` never imports the memory
-    model, and ``estimate`` never the planner or the verl exporter."""
-    code = (
-        "import sys\nfrom calculator.cli.main import main\n"
-        f"assert main({argv!r}) == 0\n"
-        f"print(sorted(m for m in {not_imported!r} if m in sys.modules), file=sys.stderr)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert done.stderr.strip().splitlines()[-1] == "[]"
+    model nor the Report's pydantic classes, ``estimate`` never the planner or the verl exporter, and neither
+    PyYAML (the shipped presets come parsed from presets/<kind>/catalogue.json; if this fails after a preset file
+    changed, run ``python -m tools.preset_catalogue --write``)."""
+    code = f"from calculator.cli.main import main\nassert main({argv!r}) == 0"
+    assert _imported_of(code, not_imported) == []
+
+
+def test_building_the_parser_imports_no_model():
+    """``--help`` and an argument error need the parser only: no pydantic (``calculator.errors`` names
+    pydantic's ValidationError for its type only)."""
+    code = "from calculator.cli.parsers import build_parser\nbuild_parser()"
+    assert _imported_of(code, ["pydantic", "calculator.inputs.presets", *_NO_YAML]) == []
+
+
+def test_reading_a_yaml_text_loads_pyyaml_on_first_use(tmp_path):
+    """The other side of the laziness: a scenario file in YAML is still read (PyYAML loaded by name)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("base: qwen2.5-7b-grpo-8xh100\n")
+    code = f"from calculator.inputs.readers import read_mapping_file\nassert read_mapping_file({str(path)!r})['base']"
+    assert _imported_of(code, _NO_YAML) == sorted(_NO_YAML)
 
 
 def test_lazy_public_api_names_every_export():

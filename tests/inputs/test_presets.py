@@ -170,9 +170,11 @@ def test_yaml_tags_never_execute(tmp_path: Path, tag: str) -> None:
 @pytest.mark.parametrize("parser", ["libyaml", "pure-python"])
 def test_both_yaml_parsers_are_bounded(parser: str) -> None:
     """Without libyaml the loader falls back to PyYAML's Python event parser: bounded the same way."""
-    from calculator.inputs import presets
+    from calculator.inputs import yaml_text
 
-    loader_class = presets.BoundedSafeLoader if parser == "libyaml" else presets._bounded_loader(presets._PyEventParser)
+    loader_class = (
+        yaml_text.BoundedSafeLoader if parser == "libyaml" else yaml_text._bounded_loader(yaml_text._PyEventParser)
+    )
     for text in (BILLION_LAUGHS, "[" * 1000 + "]" * 1000, "a: &a [*a]\n"):
         loader = loader_class(text)
         try:

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calculator import Report, placement_hint
-from ui import cache, catalogue, figures, inputs, keys, render, state, summary
+from ui import cache, catalogue, figures, first_paint, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
 from ui.placement import render_placement
@@ -74,6 +74,8 @@ with left:
     tab_c, tab_r = st.tabs([tr(L, "est.by_component"), tr(L, "est.by_role")])
     with tab_c:
         render.chart(fig_components, keys.CHART_MEMORY, "rlplan-memory-by-component")
+    if first_paint.first_screen_only():  # a browser's first visit: the rest once this chart is drawn
+        first_paint.finish_first_screen()
     with tab_r:
         render.chart(fig_roles, keys.CHART_ROLES, "rlplan-memory-by-role")
 

@@ -1,5 +1,5 @@
-"""The Estimate page's first visit in two runs: the first screen (headline and memory chart), then the rest
-once the browser has drawn the chart (issue #18: first chart <= 3 s in chromium).
+"""The Estimate page's first visit in two runs: the headline and the memory chart, then the rest (inputs
+included) once the browser has drawn the chart (issue #18: first chart <= 3 s in chromium).
 
 Why. The browser builds the whole page on one thread: every element that reaches it before the chart is drawn
 (breakdown table, formula blocks, rollout budget, warnings, downloads, two more charts) is rendered, and its
@@ -7,8 +7,8 @@ JavaScript bundle evaluated, before or between plotly's own work. Measured with 
 machine, stopping the page after the first chart took ~1/4 off the time to the first chart and did not delay
 the complete page (README, "Benchmarks").
 
-How. On a session's first run of the page, :func:`first_screen_only` is True: the page renders down to the
-memory chart and calls :func:`finish_first_screen`, which mounts a tiny script (a ``st.components.v2``
+How. On a session's first run of the page, :func:`first_screen_only` is True: the page renders its headline
+and the memory chart (not yet the sidebar's inputs: ~10 % more, measured) and calls :func:`finish_first_screen`, which mounts a tiny script (a ``st.components.v2``
 component, no iframe, nothing loaded from outside) and stops the run. The script waits until the page's first
 plotly chart has drawn its SVG, lets the browser paint that frame, and sends a trigger; the trigger reruns the
 page, which now renders everything (the first-screen flag was cleared by the first run, so any rerun, a widget

@@ -8,7 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.paths import ROOT
-from ui import first_paint, keys
+from ui import cache, first_paint, keys
+from ui.state import DEFAULT_PRESET
 
 APP = str(ROOT / "app.py")
 
@@ -44,6 +45,7 @@ def test_a_browser_first_run_stops_after_the_memory_chart_then_the_next_run_rend
     assert first["charts"] == 1  # the memory chart only: the role and step-time charts come with the next run
     assert first["tables"] == 0 and first["downloads"] == 0
     assert first["metrics"] >= 5  # the headline is part of the first screen
+    assert not at.sidebar.selectbox and not at.sidebar.number_input  # the inputs come with the next run
     chart = at.get("plotly_chart")[0]
     assert chart.proto.id.endswith(keys.CHART_MEMORY)
 
@@ -53,12 +55,30 @@ def test_a_browser_first_run_stops_after_the_memory_chart_then_the_next_run_rend
 
 
 def test_a_widget_change_before_the_trigger_renders_the_whole_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first screen's own widget (mean / max lengths) reruns the page: everything, inputs included."""
     monkeypatch.setattr(first_paint, "_is_browser", lambda: True)
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert len(at.get("plotly_chart")) == 1
-    at.number_input(key=keys.field_key("hardware.num_gpus")).set_value(16).run()
+    assert not at.sidebar.selectbox  # the inputs come with the second run too
+    at.button_group(key=keys.VIEW_CASE).set_value("worst").run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 3 and len(at.dataframe) >= 2
+    assert at.selectbox(key=keys.PRESET).value == DEFAULT_PRESET
+
+
+def test_no_chart_to_wait_for_shows_the_inputs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calculator failing on the first run: the error and the inputs to fix it, no trigger to wait for."""
+
+    def failing_estimate(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(first_paint, "_is_browser", lambda: True)
+    monkeypatch.setattr(cache, "cached_estimate", failing_estimate)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert any("boom" in e.value for e in at.error)
+    assert at.selectbox(key=keys.PRESET).value == DEFAULT_PRESET
+    assert not at.get("plotly_chart")
 
 
 @pytest.mark.parametrize(

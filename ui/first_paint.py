@@ -33,13 +33,15 @@ FALLBACK_S = 10  # the trigger is sent after this long even if no chart was draw
 TRIGGER = "drawn"  # the component's trigger name; its callback argument is on_<TRIGGER>_change
 
 # Waits for the first plotly chart of the page to have drawn its SVG, then for the next frame to be painted
-# (requestAnimationFrame runs before the paint, the timeout after it), and sends one trigger.
+# (requestAnimationFrame runs before the paint, the timeout after it), and sends one trigger (at once in a tab
+# in the background, which paints no frame).
 CHART_DRAWN_JS = f"""
 export default function (component) {{
   const {{ setTriggerValue }} = component;
   let sent = false;
   const send = () => {{ if (!sent) {{ sent = true; setTriggerValue("{TRIGGER}", true); }} }};
-  const afterPaint = () => requestAnimationFrame(() => setTimeout(send, 0));
+  // a tab in the background paints nothing (and runs no animation frame): nothing to wait for there
+  const afterPaint = () => (document.hidden ? send() : requestAnimationFrame(() => setTimeout(send, 0)));
   const drawn = () => document.querySelector(".js-plotly-plot .main-svg") !== null;
   if (drawn()) {{ afterPaint(); return; }}
   const observer = new MutationObserver(() => {{ if (drawn()) {{ observer.disconnect(); afterPaint(); }} }});

@@ -2,18 +2,20 @@
 included) once the browser has drawn the chart (issue #18: first chart <= 3 s in chromium).
 
 Why. The browser builds the whole page on one thread: every element that reaches it before the chart is drawn
-(breakdown table, formula blocks, rollout budget, warnings, downloads, two more charts) is rendered, and its
-JavaScript bundle evaluated, before or between plotly's own work. Measured with Playwright on this 2-core
-machine, stopping the page after the first chart took ~1/4 off the time to the first chart and did not delay
-the complete page (README, "Benchmarks").
+(breakdown table, formula blocks, rollout budget, warnings, downloads, two more charts, the sidebar's inputs) is
+rendered, and its JavaScript bundle evaluated, before or between plotly's own work. Our three charts on a page of
+their own took about as long as a one-chart page; the other ~100 elements made the difference. Measured with
+``benchmarks/bench_browser.py`` (3 fresh contexts, this 2-core machine): first chart 5.08 -> 2.88 s at load ~2.3,
+7.26 -> 3.24 s at load ~4, the complete page no later (5.09 -> 4.41 s); the inputs in the first run would cost
+~10 % of that gain (interleaved, under load).
 
-How. On a session's first run of the page, :func:`first_screen_only` is True: the page renders its headline
-and the memory chart (not yet the sidebar's inputs: ~10 % more, measured) and calls :func:`finish_first_screen`, which mounts a tiny script (a ``st.components.v2``
-component, no iframe, nothing loaded from outside) and stops the run. The script waits until the page's first
-plotly chart has drawn its SVG, lets the browser paint that frame, and sends a trigger; the trigger reruns the
-page, which now renders everything (the first-screen flag was cleared by the first run, so any rerun, a widget
-change included, renders the whole page). If the chart never draws, the script sends the trigger after
-``FALLBACK_S`` anyway.
+How. On a session's first run of the page, :func:`first_screen_only` is True: the page renders its headline and
+the memory chart (not the sidebar's inputs) and calls :func:`finish_first_screen`, which mounts a tiny script (a
+``st.components.v2`` component: no iframe, nothing loaded from elsewhere) and stops the run. The script waits until
+the page's first plotly chart has drawn its SVG, lets the browser paint that frame, and sends a trigger; the
+trigger reruns the page, which now renders everything. The first run clears the flag, so every later run (the
+trigger's, or a widget change's) renders the whole page; a first run without a chart (no scenario, the calculator
+failing) shows the inputs at once. If the chart never draws, the script sends the trigger after ``FALLBACK_S``.
 
 Only a browser can say when the chart is drawn, so only a browser's session is split: the websocket request of
 every browser engine carries a ``User-Agent`` starting ``Mozilla/``. Clients that run no JavaScript (AppTest,

@@ -4,11 +4,13 @@ chart and mounts the chart-drawn trigger; the next run renders the whole page; c
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.paths import ROOT
-from ui import cache, first_paint, keys
+from ui import cache, first_paint, keys, state
 from ui.state import DEFAULT_PRESET
 
 APP = str(ROOT / "app.py")
@@ -79,6 +81,30 @@ def test_no_chart_to_wait_for_shows_the_inputs_at_once(monkeypatch: pytest.Monke
     assert any("boom" in e.value for e in at.error)
     assert at.selectbox(key=keys.PRESET).value == DEFAULT_PRESET
     assert not at.get("plotly_chart")
+
+
+def test_a_first_run_without_a_scenario_is_not_split_and_neither_is_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs that build no scenario: the problems and the inputs at once; once fixed, the page comes whole
+    (the sidebar never disappears for a run)."""
+    real = state.build_scenario
+    calls = {"n": 0}
+
+    def first_call_has_no_scenario() -> state.Built:
+        calls["n"] += 1
+        built = real()
+        if calls["n"] > 1:
+            return built
+        return dataclasses.replace(built, scenario=None, problems=["hardware.num_gpus: a test problem"])
+
+    monkeypatch.setattr(first_paint, "_is_browser", lambda: True)
+    monkeypatch.setattr(state, "build_scenario", first_call_has_no_scenario)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert at.selectbox(key=keys.PRESET).value == DEFAULT_PRESET
+    assert not at.get("plotly_chart")
+    at.run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 3 and at.selectbox(key=keys.PRESET).value == DEFAULT_PRESET
 
 
 @pytest.mark.parametrize(

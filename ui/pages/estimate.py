@@ -17,8 +17,9 @@ from ui.text import md, md_lines
 
 L = state.lang()
 built = state.build_scenario()
-# a browser's first visit: headline and memory chart first, the inputs and the rest once it is drawn
-first_screen = built.scenario is not None and first_paint.first_screen_only()
+# a browser's first visit: headline and memory chart first, the inputs and the rest once it is drawn; a first
+# run without a scenario shows the inputs at once, and no later run is split
+first_screen = first_paint.first_screen_only() and built.scenario is not None
 if not first_screen:
     inputs.render_sidebar(built)
 state.sync_url(built)

@@ -25,8 +25,8 @@ from ui.state import DEFAULT_PRESET  # noqa: E402
 
 
 def take_screenshot(out: Path) -> None:
-    """Start the app on a free loopback port, wait until the chart, its totals and the headline are drawn,
-    and save a 1600 x 1250 screenshot of the default view to ``out``."""
+    """Start the app on a free loopback port, wait until the charts, their totals, the headline and the inputs
+    are drawn, and save a 1600 x 1250 screenshot of the default view to ``out``."""
     peak = f"{estimate(load_scenario(DEFAULT_PRESET)).peak.gib_per_gpu:.2f} GiB"
     with streamlit_server() as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -37,6 +37,11 @@ def take_screenshot(out: Path) -> None:
             metric = page.locator('[data-testid="stMetric"]').filter(has_text=tr("en", "metric.peak"))
             expect(metric.locator('[data-testid="stMetricValue"]')).to_have_text(peak, timeout=30_000)
             expect(page.locator(".js-plotly-plot g.annotation text").first).to_be_visible(timeout=30_000)
+            # a first visit draws the memory chart first, then the rest (ui/first_paint.py): wait for the whole page
+            expect(page.locator(".js-plotly-plot")).to_have_count(3, timeout=30_000)
+            expect(page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first).to_be_visible(
+                timeout=30_000
+            )
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out))
         finally:

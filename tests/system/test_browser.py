@@ -85,6 +85,46 @@ def test_estimate_page_updates_chart_and_headline(server: Server, page, sync_api
     page.screenshot(path=str(artifacts_dir / "estimate-zh.png"))
 
 
+# What the page holds at the moment each element first appears (recorded in the page, before its own scripts run).
+ORDER_PROBE = """
+window.__rlplanOrder = [];
+new MutationObserver(() => {
+  const seen = (name) => window.__rlplanOrder.some((e) => e.what === name);
+  const note = (name, selector) => {
+    if (!seen(name) && document.querySelector(selector)) {
+      window.__rlplanOrder.push({
+        what: name,
+        tables: document.querySelectorAll('[data-testid="stDataFrame"]').length,
+        downloads: document.querySelectorAll('[data-testid="stDownloadButton"]').length,
+        charts: document.querySelectorAll(".js-plotly-plot").length,
+      });
+    }
+  };
+  note("chart drawn", ".js-plotly-plot .main-svg");
+  note("table", '[data-testid="stDataFrame"]');
+  note("inputs", '[data-testid="stSidebar"] [data-testid="stSelectbox"]');
+}).observe(document, { childList: true, subtree: true });
+"""
+
+
+def test_first_visit_draws_the_memory_chart_before_the_rest(server: Server, page, sync_api) -> None:
+    """ui/first_paint.py: the first chart is drawn while nothing below it is on the page and the sidebar has no
+    inputs yet; the rest (inputs, two more charts, tables, downloads) follows without any interaction, and the
+    trigger is gone."""
+    expect = sync_api.expect
+    page.add_init_script(ORDER_PROBE)
+    page.goto(server.url)
+    expect(page.locator(".js-plotly-plot")).to_have_count(3)
+    expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+    expect(page.locator('[data-testid="stDownloadButton"]').first).to_be_visible()
+    expect(page.locator(f"{key_class(keys.PRESET)}")).to_be_visible()
+    expect(page.locator(key_class(keys.CHART_DRAWN))).to_have_count(0)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    order = page.evaluate("window.__rlplanOrder")
+    assert [e["what"] for e in order][0] == "chart drawn" and len(order) == 3, order
+    assert order[0] | {"what": ""} == {"what": "", "tables": 0, "downloads": 0, "charts": 1}, order
+
+
 def test_docs_screenshot_script(tmp_path: Path, chromium: str) -> None:
     """docs/screenshot.py (which regenerates the README's docs/screenshot.png) works; here it writes to tmp_path."""
     out = tmp_path / "screenshot.png"

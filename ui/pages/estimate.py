@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calculator import Report, placement_hint
-from ui import cache, catalogue, figures, inputs, keys, render, state, summary
+from ui import cache, catalogue, figures, first_paint, inputs, keys, render, state, summary
 from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
 from ui.placement import render_placement
@@ -17,7 +17,11 @@ from ui.text import md, md_lines
 
 L = state.lang()
 built = state.build_scenario()
-inputs.render_sidebar(built)
+# a browser's first visit: headline and memory chart first, the inputs and the rest once it is drawn; a first
+# run without a scenario shows the inputs at once, and no later run is split
+first_screen = first_paint.first_screen_only() and built.scenario is not None
+if not first_screen:
+    inputs.render_sidebar(built)
 state.sync_url(built)
 
 render.notices()
@@ -31,6 +35,8 @@ key = cache.scenario_key(scenario)
 try:
     report: Report = cache.cached_estimate(scenario, key)  # shared by every session with the same scenario
 except Exception as exc:  # the calculator raised on a valid scenario: show it, never a traceback
+    if first_screen:  # no chart to wait for: the inputs now
+        inputs.render_sidebar(built)
     st.error(md(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
 
@@ -74,6 +80,8 @@ with left:
     tab_c, tab_r = st.tabs([tr(L, "est.by_component"), tr(L, "est.by_role")])
     with tab_c:
         render.chart(fig_components, keys.CHART_MEMORY, "rlplan-memory-by-component")
+    if first_screen:  # the rest of the page comes with the next run
+        first_paint.finish_first_screen()
     with tab_r:
         render.chart(fig_roles, keys.CHART_ROLES, "rlplan-memory-by-role")
 

@@ -107,6 +107,7 @@ LEVERS_ZH: dict[str, str] = {
     "full_shard": "在所有 GPU 上分片（fsdp_size=-1）",
     "no_sync_off": "分片的梯度累积",
     "ulysses_sp": "Ulysses 序列并行",
+    "megatron_parallel": "增大 Megatron 模型并行（MoE 的 EP、TP、PP）",
     "more_gpus": "增加同型号 GPU",
     "smaller_rollout_batch": "每步更少的提示",
     "fewer_responses": "每个提示更少的回复（rollout.n）",

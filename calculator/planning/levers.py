@@ -100,6 +100,10 @@ LEVERS: dict[str, Lever] = {
               "use_no_sync_for_gradient_accumulation keeps unsharded fp32 grads (4 B/param, not divided)."),
         Lever("ulysses_sp", "Ulysses sequence parallelism", "settings", 2, "verl",
               "Splits each micro-batch's tokens over SP GPUs (all-to-all per attention layer)."),
+        Lever("megatron_parallel", "More Megatron model parallelism (EP for MoE, TP, PP)", "settings", 1,
+              "Megatron-core", "Megatron shards params, grads and activations over TP x PP (routed experts over "
+              "EP x ETP x PP); data parallelism does not shrink them, only the optimizer. Raising EP, TP or PP "
+              "divides the per-GPU state (at the cost of all-to-all, all-reduce or pipeline bubbles)."),
         Lever("more_gpus", "More GPUs of the same type", "hardware", 0, f"{_CHECKLIST} f)",
               "Training state is sharded over all GPUs (FSDP): per-GPU state falls as 1/N; the rollout "
               "engine's share does not change."),
@@ -236,6 +240,41 @@ def _ulysses_sp(c: _Scope) -> list[Change]:
     ]
 
 
+def _megatron_parallel(c: _Scope) -> list[Change]:
+    """The next two EP (MoE: experts divisible, world divisible by ETP x EP x PP), TP (within a node, KV heads
+    divisible) and PP (layers divisible) sizes above the actor's, each alone (Megatron-core
+    ``initialize_model_parallel`` needs the world divisible by TP x PP x CP)."""
+    if not c.megatron:
+        return []
+    m, g, a = c.s.actor.megatron, c.s.hardware.num_gpus, c.arch
+    tp, pp, cp, ep = (
+        m.tensor_model_parallel_size,
+        m.pipeline_model_parallel_size,
+        m.context_parallel_size,
+        m.expert_model_parallel_size,
+    )
+    etp = m.expert_tensor_parallel_size or tp
+    eps = [x for x in _POWERS if x > ep and a.is_moe and a.num_experts % x == 0 and g % (etp * x * pp) == 0]
+    tps = [
+        x
+        for x in _POWERS
+        if tp < x <= c.s.hardware.gpus_per_node
+        and a.num_kv_heads % x == 0
+        and g % (x * pp * cp) == 0
+        and (not a.is_moe or m.expert_tensor_parallel_size or g % (x * ep * pp) == 0)
+    ]
+    pps = [
+        x for x in _POWERS if x > pp and a.num_layers % x == 0 and g % (tp * x * cp) == 0 and g % (etp * ep * x) == 0
+    ]
+    out = [{"actor.megatron.expert_model_parallel_size": x} for x in eps[:2]]
+    out += [{"actor.megatron.tensor_model_parallel_size": x} for x in tps[:2]]
+    out += [{"actor.megatron.pipeline_model_parallel_size": x} for x in pps[:2]]
+    return out
+
+
+_POWERS = (2, 4, 8, 16, 32, 64)
+
+
 # ---- hardware: same experiment, more GPUs
 
 
@@ -314,6 +353,7 @@ _CANDIDATES: dict[str, Callable[[_Scope], list[Change]]] = {
         {"actor.fsdp_config.use_no_sync_for_gradient_accumulation": False},
     ),
     "ulysses_sp": _ulysses_sp,
+    "megatron_parallel": _megatron_parallel,
     "more_gpus": _more_gpus,
     "smaller_rollout_batch": _smaller_rollout_batch,
     "fewer_responses": _fewer_responses,

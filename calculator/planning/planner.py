@@ -49,7 +49,7 @@ from calculator.planning.defaults import DEFAULT_MAX_GPUS
 from calculator.planning.fit import DEFAULT_MARGIN
 from calculator.planning.placement import SPLIT_MODES, split_row_fields
 from calculator.planning.recommend import search_gpu
-from calculator.planning.rows import PLAN_RULES, Plan, excluded_row, plan_row, sort_key
+from calculator.planning.rows import MEGATRON_LAYOUT_RULE, PLAN_RULES, Plan, excluded_row, plan_row, sort_key
 from calculator.planning.shared import SharedCandidates
 from calculator.resolve.architectures import model_name
 
@@ -177,7 +177,7 @@ def plan(
         allow_lora=allow_lora,
         has_step_time=has_time,
         num_estimates=total,
-        rules=PLAN_RULES,
+        rules=PLAN_RULES + (MEGATRON_LAYOUT_RULE if s.actor.strategy == "megatron" else ""),
         placement=None if placement == "colocated" else placement,
     )
 

@@ -99,6 +99,12 @@ PLAN_RULES = (
     "recommended = lowest cost per step (step_s x GPUs x hourly price / 3600) among the fastest settings found "
     "at 1x, 2x and 4x min_gpus, ties to the shorter step then fewer GPUs; LoRA only where full fine-tuning does not fit."
 )
+# Appended to the rules of a plan whose actor is Megatron: the search keeps the scenario's model-parallel layout.
+MEGATRON_LAYOUT_RULE = (
+    " Megatron's TP / PP / EP are the scenario's, not searched (more GPUs shrink the distributed optimizer, not "
+    "params, grads or activations): set actor.megatron.* to plan another layout, or ask `advise` (lever "
+    "megatron_parallel)."
+)
 
 
 def config_entry(
@@ -211,6 +217,7 @@ def sort_key(row: PlanRow) -> tuple[Any, ...]:
 
 
 __all__ = [
+    "MEGATRON_LAYOUT_RULE",
     "PLAN_RULES",
     "FrozenModel",
     "Plan",

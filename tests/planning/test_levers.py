@@ -63,3 +63,25 @@ def test_every_candidate_is_a_valid_scenario(preset: str):
 def test_an_applied_lever_is_no_longer_offered(reference: dict, lever: str):
     s = load_scenario(BASE, overrides=reference[lever][0])
     assert lever not in lever_candidates(s, max_gpus=64)
+
+
+def test_megatron_parallel_lever_offers_ep_tp_pp_that_megatron_accepts():
+    """Qwen3-30B-A3B on 8 GPUs under Megatron at TP 1 / PP 1 / EP 1: EP 2 and 4 (128 experts; 8 GPUs divisible by
+    ETP 1 x EP x PP 1), TP 2 and 4 (4 KV heads), PP 2 and 4 (48 layers), the two next sizes of each; none for FSDP,
+    and none above the GPU count (EP 16 does not divide 8 GPUs)."""
+    from calculator import load_scenario
+    from calculator.planning.levers import lever_candidates
+
+    s = load_scenario(None, overrides={"model.path": "qwen3-30b-a3b", "actor.strategy": "megatron"})
+    got = lever_candidates(s, 64)["megatron_parallel"]
+    assert got == [
+        {"actor.megatron.expert_model_parallel_size": 2},
+        {"actor.megatron.expert_model_parallel_size": 4},
+        {"actor.megatron.tensor_model_parallel_size": 2},
+        {"actor.megatron.tensor_model_parallel_size": 4},
+        {"actor.megatron.pipeline_model_parallel_size": 2},
+        {"actor.megatron.pipeline_model_parallel_size": 4},
+    ]
+    assert "megatron_parallel" not in lever_candidates(
+        load_scenario(None, overrides={"model.path": "qwen3-30b-a3b"}), 64
+    )

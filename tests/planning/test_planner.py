@@ -261,3 +261,12 @@ def test_v100_is_not_planned_with_bf16():
     assert v100.recommended is None and v100.min_gpus is None
     assert v100.note.startswith("excluded: V100-SXM2-16GB has no bf16")
     assert p.rows[-1].gpu == "v100-16gb"  # rows without a configuration go last
+
+
+def test_megatron_plan_says_its_layout_is_not_searched():
+    from calculator import load_scenario
+    from calculator.planning.planner import plan
+
+    meg = plan(load_scenario(None, overrides={"actor.strategy": "megatron"}), gpus=["h100-80gb"])
+    assert "Megatron's TP / PP / EP are the scenario's, not searched" in meg.rules
+    assert "Megatron" not in plan(load_scenario(None), gpus=["h100-80gb"]).rules

@@ -3,7 +3,8 @@
     python -m deploy.replicas --replicas 4 [--port 8501] [--address 0.0.0.0]
 
 Starts ``python -m ui.serve`` N times on loopback ports (8601, 8602, ...), writes ``deploy/nginx.conf.template``
-filled in to a private temporary directory, and runs nginx in front on ``--address:--port``. Each replica is a
+filled in to a private temporary directory, and runs nginx in front on ``--address:--port`` once every replica
+answers its health check (``wait_until_healthy``). Each replica is a
 Python process, i.e. about one core (Streamlit runs every session's script in a thread of its process): use
 about as many replicas as cores. If any child exits, the others are stopped and this exits non-zero, so that
 a container supervisor restarts the whole set. SIGTERM / SIGINT stop everything. docs/deployment.md has the
@@ -20,10 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parent / "nginx.conf.template"
 FIRST_REPLICA_PORT = 8601
+REPLICA_START_S = 120.0  # a replica imports streamlit, plotly and the calculator: seconds on a busy 2-core box
 
 
 def nginx_config(address: str, port: int, replica_ports: list[int], work_dir: Path) -> str:
@@ -38,6 +41,26 @@ def nginx_config(address: str, port: int, replica_ports: list[int], work_dir: Pa
     )
 
 
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:  # noqa: S310
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def wait_until_healthy(ports: list[int], procs: list[subprocess.Popen], timeout_s: float = REPLICA_START_S) -> None:
+    """Return when every replica answers its health check (nginx starts only then: a replica it reached while still
+    starting would be marked failed for ``fail_timeout`` and its share of the sessions sent to the others), or
+    when ``timeout_s`` has passed or a replica has exited (``supervise`` then reports it)."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(ports)
+    while pending and time.monotonic() < deadline and all(p.poll() is None for p in procs):
+        pending = [port for port in pending if not _healthy(port)]
+        if pending:
+            time.sleep(0.3)  # processes that are starting: nothing to wait on but time
+
+
 def start(replicas: int, address: str, port: int, work_dir: Path, first_port: int) -> list[subprocess.Popen]:
     """The replica processes, then nginx (last in the list)."""
     ports = [first_port + i for i in range(replicas)]
@@ -45,6 +68,7 @@ def start(replicas: int, address: str, port: int, work_dir: Path, first_port: in
     for p in ports:
         args = ["--server.address", "127.0.0.1", "--server.port", str(p), "--server.headless", "true"]
         procs.append(subprocess.Popen([sys.executable, "-m", "ui.serve", *args]))
+    wait_until_healthy(ports, procs)
     conf = work_dir / "nginx.conf"
     conf.write_text(nginx_config(address, port, ports, work_dir), encoding="utf-8")
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"

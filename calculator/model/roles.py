@@ -67,6 +67,22 @@ def megatron_lora_params(arch: Architecture, rank: int, target: str) -> tuple[in
     return dense, expert
 
 
+def trainable_adapter_params(arch: Architecture, rank: int, target: str, megatron: bool) -> int:
+    """Trainable LoRA parameters of the engine that trains them: Megatron-Bridge's adapters (routed experts
+    included, ``megatron_lora_params``) or PEFT's (``lora_params``). The memory and time models both read this."""
+    return sum(megatron_lora_params(arch, rank, target)) if megatron else lora_params(arch, rank, target)
+
+
+def adapted_linear_count(arch: Architecture, target: str, megatron: bool) -> int:
+    """Linear modules that carry an adapter (each sends an A and a B tensor at a LoRA weight sync): PEFT's
+    (``lora_adapted_linears``), plus with Megatron-Bridge every routed expert's gate, up and down projections in the
+    Hugging Face names verl converts them to."""
+    n = sum(c for _, _, c in lora_adapted_linears(arch, target))
+    if megatron and target in ("all-linear", "mlp"):
+        n += 3 * arch.num_experts * arch.num_moe_layers
+    return n
+
+
 def lora_params(arch: Architecture, rank: int, target: str) -> int:
     """Trainable LoRA parameters: ``r x (in + out)`` per adapted linear (A is r x in, B is out x r)."""
     return sum(rank * (i + o) * c for i, o, c in lora_adapted_linears(arch, target))

@@ -21,7 +21,7 @@ from calculator.inputs.scenario import MegatronSection, Scenario
 from calculator.memory.context import Context
 from calculator.memory.training import shard_size
 from calculator.model.architecture import Architecture
-from calculator.model.roles import RoleModel, lora_params
+from calculator.model.roles import RoleModel, trainable_adapter_params
 from calculator.resolve.batching import PassBatch
 from calculator.resolve.roles import TrainerPlan
 from calculator.timing.flops import (
@@ -56,7 +56,7 @@ class TrainingEngine:
         self.n = shard_size(plan.fsdp, g)
         self.params = role.num_params
         self.trainable = (
-            lora_params(role.arch, s.model.lora_rank, s.model.target_modules)
+            trainable_adapter_params(role.arch, s.model.lora_rank, s.model.target_modules, plan.is_megatron)
             if s.model.lora_rank and role.name == "actor"
             else self.params
         )

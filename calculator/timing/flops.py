@@ -36,7 +36,7 @@ from typing import TypeVar
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
-from calculator.model.roles import RoleModel, lora_params
+from calculator.model.roles import RoleModel, trainable_adapter_params
 
 GB = 1e9  # GPU datasheets quote decimal GB/s
 # H100-SXM5 datasheet: 989 dense bf16 TFLOPS / 3,350 GB/s HBM3 = 295 FLOP/B, the balance at which train_mfu,
@@ -123,7 +123,9 @@ def attention_flops_per_token(arch: Architecture, context_tokens: float, *, caus
 def trainable_matmul_params(s: Scenario, role: RoleModel) -> int:
     """Weights that receive gradients: all matmul weights, or only the LoRA adapters (policy roles)."""
     if s.model.lora_rank and role.name == "actor":
-        return lora_params(role.arch, s.model.lora_rank, s.model.target_modules)
+        return trainable_adapter_params(
+            role.arch, s.model.lora_rank, s.model.target_modules, s.actor.strategy == "megatron"
+        )
     return matmul_params(role)
 
 

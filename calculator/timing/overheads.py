@@ -43,6 +43,7 @@ from dataclasses import replace
 
 from calculator.memory.context import Context
 from calculator.model.architecture import Architecture
+from calculator.model.roles import adapted_linear_count
 from calculator.names import Phase
 from calculator.timing.flops import PhaseTime, fmt_s, gemm_efficiency, matmul_params, pcie_bytes_per_s
 from calculator.timing.lengths import balanced_straggler_factor, straggler_factor
@@ -161,8 +162,7 @@ def _weight_sync_extra(ctx: Context) -> dict[str, tuple[float, str]]:
     e = s.efficiency
     arch = ctx.actor.arch
     if s.model.lora_rank:
-        layers = arch.num_layers * len(s.model.target_modules or ()) or arch.num_layers * 7
-        tensors = 2 * layers
+        tensors = 2 * adapted_linear_count(arch, s.model.target_modules, ctx.r.actor.is_megatron)
         what = f"{tensors:,} LoRA A/B tensors"
     else:
         tensors = num_weight_tensors(arch)

@@ -70,7 +70,7 @@ from collections.abc import Callable
 from calculator.memory.context import Context
 from calculator.model import activations as acts
 from calculator.model.architecture import Architecture
-from calculator.model.roles import RoleModel, lora_params, policy_role
+from calculator.model.roles import RoleModel, policy_role, trainable_adapter_params
 from calculator.names import Phase, Role
 from calculator.report.models import TimeOut
 from calculator.resolve.batching import PassBatch
@@ -389,7 +389,7 @@ def _weight_sync(ctx: Context) -> PhaseTime:
         mb, gather_group = r.mb, r.n
     what = f"{p:,} params"
     if s.model.lora_rank:  # verl LoRA (merge=false): after the first step only the adapters are sent
-        p = lora_params(ctx.actor.arch, s.model.lora_rank, s.model.target_modules)
+        p = trainable_adapter_params(ctx.actor.arch, s.model.lora_rank, s.model.target_modules, ctx.r.actor.is_megatron)
         what, wbytes = f"LoRA adapters {p:,} params (base synced once)", mb
     gather = p * mb * ring_fraction(gather_group) / collective_bytes_per_s(s, ctx.gpu, gather_group)
     copies = (2 * p * mb + p * wbytes / tp_roll) / hbm_bytes_per_s(s, ctx.gpu)

@@ -56,3 +56,21 @@ def test_megatron_lora_params_qwen3_30b_a3b_rank_32():
     assert megatron_lora_params(arch, 32, "all-linear") == (20_447_232, 1_258_291_200)
     assert megatron_lora_params(arch, 32, "attention") == (20_447_232, 0)
     assert megatron_lora_params(arch, 32, "mlp") == (0, 1_258_291_200)
+
+
+def test_adapted_linear_count_is_a_count_of_modules():
+    """Qwen2.5-7B, 28 layers: all-linear adapts q, k, v, o, gate, up, down = 7 x 28 = 196 modules, attention 4 x 28
+    = 112 (the weight sync sends an A and a B tensor for each; it once multiplied the layers by the length of the
+    string "all-linear"). Megatron-Bridge on Qwen3-30B-A3B adds every routed expert's gate, up and down:
+    4 x 48 + 3 x 128 x 48 = 18,624."""
+    from calculator.inputs.presets import get_model
+    from calculator.model.roles import adapted_linear_count, megatron_lora_params, trainable_adapter_params
+
+    q7 = get_model("qwen2.5-7b").architecture
+    assert adapted_linear_count(q7, "all-linear", megatron=False) == 196
+    assert adapted_linear_count(q7, "attention", megatron=False) == 112
+    moe = get_model("qwen3-30b-a3b").architecture
+    assert adapted_linear_count(moe, "all-linear", megatron=True) == 18_624
+    assert trainable_adapter_params(moe, 32, "all-linear", megatron=True) == sum(
+        megatron_lora_params(moe, 32, "all-linear")
+    )

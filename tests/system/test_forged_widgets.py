@@ -312,9 +312,18 @@ def test_clear_cache_message_keeps_the_shared_caches(server: Server) -> None:
             assert before.get("ui.catalogue.preset_scenario", 0) >= 1, before
             await s.clear_cache()
             assert_clean(await s.run())  # the sender's session starts afresh (its own state was cleared)
-            assert _cache_misses(server.url) == before
+            after = _cache_misses(server.url)
+            assert _without_ttl(after) == _without_ttl(before)
 
     run(go())
+
+
+# Caches that expire by design, whatever a client sends: a miss there after a slow rerun is their TTL.
+TTL_CACHES = {"ui.profiles.team_fitted": "re-reads the team's profile directory at most every 3 s"}
+
+
+def _without_ttl(misses: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in misses.items() if k not in TTL_CACHES}
 
 
 def test_install_skills_is_refused(server: Server) -> None:

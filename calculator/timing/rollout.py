@@ -222,8 +222,6 @@ class DecodeStep:
             self.a2a_per_seq = 2 * arch.num_moe_layers * (self.dp - 1) * arch.hidden_size * 2 / bw
         self.attn_per_token_ctx = max(self.kv_per_token / self.hbm, self.attn_per_ctx / self.flops)
         self.dense_weight_bytes = self.dense * self.wbytes / self.tp
-        self.host_us = s.efficiency.decode_step_host_us
-        self.host_us_per_seq = s.efficiency.decode_step_host_us_per_seq
 
     def ep_seconds(self, b: float) -> float:
         """Expert-parallel dispatch + combine of one step with ``b`` sequences per DP rank (0 without EP)."""
@@ -249,12 +247,9 @@ class DecodeStep:
         hbm = self.hbm
         gemms = max(self.weight_bytes(b) / hbm, b * 2.0 * self.n_active / self.flops)
         body = gemms + b * context * self.attn_per_token_ctx + b * self.sampler_per_seq / hbm
-        comm = self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0
-        if self.ep > self.tp:
-            comm += self.a2a_fixed + b * self.a2a_per_seq
+        comm = (self.comm_fixed + b * self.comm_per_seq if self.tp > 1 else 0.0) + self.ep_seconds(b)
         launch = max(0.0, self.host_s - body - comm) if b > self.graph_top else 0.0
-        # = engine_step_host_seconds(s, b)
-        return body, comm, launch, (self.host_us + self.host_us_per_seq * b) * 1e-6
+        return body, comm, launch, engine_step_host_seconds(self.s, b)
 
 
 def concurrency(ctx: Context) -> int:

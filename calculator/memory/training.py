@@ -154,34 +154,68 @@ def _adamw_step_transient(optimizer: str, trainable_params: int, mb: int, n: int
     return StatePart(b, f"AdamW foreach step: sqrt(exp_avg_sq) temporary {trainable_params:,} x {mb} B / {n} GPUs")
 
 
-def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bool) -> TrainingState:
-    g = s.hardware.num_gpus
+@dataclass(frozen=True)
+class _MegatronSplit:
+    """Parameters of one GPU under Megatron: dense parts split by TP x PP, routed experts by EP x ETP x PP
+    (``local``), and further over their data-parallel groups for the distributed optimizer (``sharded``)."""
+
+    local: float
+    sharded: float
+    dp: int
+    text: str
+
+
+def _megatron_split(g: int, m: MegatronSection, dense: float, expert: float) -> _MegatronSplit:
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     ep = m.expert_model_parallel_size
     etp = m.expert_tensor_parallel_size or tp
-    arch = role.arch
-    expert_p = arch.num_experts * arch.expert_params() * arch.num_moe_layers
-    dense_p = role.num_params - expert_p
-    # Params held on this GPU: dense parts split by TP x PP, routed experts by EP x ETP x PP.
-    local = dense_p / (tp * pp) + expert_p / (ep * etp * pp)
     dp = max(1, g // (tp * pp * cp))
     exp_dp = max(1, g // (ep * etp * pp))
-    local_dp_sharded = dense_p / (tp * pp * dp) + expert_p / (ep * etp * pp * exp_dp)
-    split = f"dense {dense_p:,} / (TP {tp} x PP {pp})" + (
-        f" + experts {expert_p:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert_p else ""
+    text = f"dense {dense:,} / (TP {tp} x PP {pp})" + (
+        f" + experts {expert:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert else ""
     )
-    params = StatePart(int(local * 2), f"bf16 params: {split}, x 2 B")
+    return _MegatronSplit(
+        local=dense / (tp * pp) + expert / (ep * etp * pp),
+        sharded=dense / (tp * pp * dp) + expert / (ep * etp * pp * exp_dp),
+        dp=dp,
+        text=text,
+    )
+
+
+def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bool) -> TrainingState:
+    """One role's Megatron state (module docstring). With LoRA (verl >= 0.7 ``model.lora.rank``, Megatron-Bridge
+    PEFT) the base stays frozen in bf16 and the adapters (``megatron_lora_params``, split like the layers they
+    adapt) are the only trainable parameters: Megatron's DDP builds grad buffers only for parameters that require
+    grad and the distributed optimizer holds only their shards. Left out: LoRA dropout buffers (dropout 0 by
+    default)."""
+    g = s.hardware.num_gpus
+    arch = role.arch
+    expert_p = arch.num_experts * arch.expert_params() * arch.num_moe_layers
+    base = _megatron_split(g, m, role.num_params - expert_p, expert_p)
+    params = StatePart(int(base.local * 2), f"bf16 params: {base.text}, x 2 B")
     if not trained:
         return TrainingState(
             params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, "")
         )
     rank = {"actor": s.model.lora_rank, "critic": s.critic.lora_rank}.get(role.name, 0)
+    train, label = base, ""
     if rank:
-        return _megatron_lora_state(s, role, m, rank, (local, params))
+        train, label = _megatron_split(g, m, *megatron_lora_params(arch, rank, s.model.target_modules)), "adapters: "
+        params = StatePart(
+            int(base.local * 2 + train.local * 2),
+            f"frozen base, bf16 params: {base.text} + LoRA rank {rank} adapters: {train.text}, x 2 B",
+        )
     gb = dtype_bytes(m.main_grads_dtype) if m.use_precision_aware_optimizer else 4
-    grads = StatePart(int(local * gb), f"grad buffer ({'main_grads_dtype' if gb == 2 else 'fp32'}): {split}, x {gb} B")
-    q = local_dp_sharded if m.use_distributed_optimizer else local
-    where = f"/ DP {dp}: {split}" if m.use_distributed_optimizer else f"not sharded over DP: {split}"
+    grads = StatePart(
+        int(train.local * gb),
+        f"grad buffer ({'main_grads_dtype' if gb == 2 else 'fp32'}): {label}{train.text}, x {gb} B",
+    )
+    q = train.sharded if m.use_distributed_optimizer else train.local
+    where = (
+        f"/ DP {train.dp}: {label}{train.text}"
+        if m.use_distributed_optimizer
+        else f"not sharded over DP: {label}{train.text}"
+    )
     gpu_b, init_b, host_b, text, host_text = megatron_optimizer_bytes(s.actor.optim.optimizer, m)
     opt = StatePart(int(q * gpu_b), f"{text} {where}")
     host = StatePart(int(q * host_b), f"{host_text} {where}") if host_b else StatePart(0, "")
@@ -189,44 +223,6 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
         params,
         grads,
         opt,
-        StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"),
-        StatePart(0, ""),
-        optimizer_at_init_bytes=int(q * init_b),
-        host_optimizer=host,
-    )
-
-
-def _megatron_lora_state(
-    s: Scenario, role: RoleModel, m: MegatronSection, rank: int, base: tuple[float, StatePart]
-) -> TrainingState:
-    """Megatron LoRA (verl >= 0.7 ``model.lora.rank``, Megatron-Bridge PEFT): the base stays frozen in bf16
-    (split as in full training), the adapters (``megatron_lora_params``) are split like the layers they adapt
-    and are the only trainable parameters: Megatron's DDP builds grad buffers only for parameters that require
-    grad (fp32 main grads) and the distributed optimizer holds only their shards (``megatron_optimizer_bytes``,
-    over DP). Left out: LoRA dropout buffers (dropout 0 by default)."""
-    g = s.hardware.num_gpus
-    tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
-    ep, etp = m.expert_model_parallel_size, m.expert_tensor_parallel_size or tp
-    dense_a, expert_a = megatron_lora_params(role.arch, rank, s.model.target_modules)
-    local_a = dense_a / (tp * pp) + expert_a / (ep * etp * pp)
-    dp = max(1, g // (tp * pp * cp))
-    exp_dp = max(1, g // (ep * etp * pp))
-    sharded_a = dense_a / (tp * pp * dp) + expert_a / (ep * etp * pp * exp_dp)
-    local, frozen = base
-    text = f"adapters {dense_a:,} dense / (TP {tp} x PP {pp})" + (
-        f" + {expert_a:,} on experts / (EP {ep} x ETP {etp} x PP {pp})" if expert_a else ""
-    )
-    params = StatePart(int(local * 2 + local_a * 2), f"frozen base, {frozen.formula} + LoRA rank {rank} {text}, x 2 B")
-    gb = dtype_bytes(m.main_grads_dtype) if m.use_precision_aware_optimizer else 4
-    grads = StatePart(int(local_a * gb), f"grad buffer of the adapters only: {text}, x {gb} B")
-    q = sharded_a if m.use_distributed_optimizer else local_a
-    gpu_b, init_b, host_b, otext, host_text = megatron_optimizer_bytes(s.actor.optim.optimizer, m)
-    where = f"adapters / DP {dp}" if m.use_distributed_optimizer else "adapters, not sharded over DP"
-    host = StatePart(int(q * host_b), f"{host_text} ({where})") if host_b else StatePart(0, "")
-    return TrainingState(
-        params,
-        grads,
-        StatePart(int(q * gpu_b), f"{otext} of the {where}"),
         StatePart(0, "Megatron keeps params unsharded within TP/PP: no gather"),
         StatePart(0, ""),
         optimizer_at_init_bytes=int(q * init_b),

@@ -240,10 +240,14 @@ def _ulysses_sp(c: _Scope) -> list[Change]:
     ]
 
 
+_POWERS = (2, 4, 8, 16, 32, 64)  # model-parallel sizes tried
+
+
 def _megatron_parallel(c: _Scope) -> list[Change]:
     """The next two EP (MoE: experts divisible, world divisible by ETP x EP x PP), TP (within a node, KV heads
-    divisible) and PP (layers divisible) sizes above the actor's, each alone (Megatron-core
-    ``initialize_model_parallel`` needs the world divisible by TP x PP x CP)."""
+    divisible: Megatron-core TransformerConfig requires num_query_groups % TP == 0) and PP (layers divisible) sizes
+    above the actor's, each alone (Megatron-core ``initialize_model_parallel`` needs the world divisible by
+    TP x PP x CP and by ETP x EP x PP)."""
     if not c.megatron:
         return []
     m, g, a = c.s.actor.megatron, c.s.hardware.num_gpus, c.arch
@@ -270,9 +274,6 @@ def _megatron_parallel(c: _Scope) -> list[Change]:
     out += [{"actor.megatron.tensor_model_parallel_size": x} for x in tps[:2]]
     out += [{"actor.megatron.pipeline_model_parallel_size": x} for x in pps[:2]]
     return out
-
-
-_POWERS = (2, 4, 8, 16, 32, 64)
 
 
 # ---- hardware: same experiment, more GPUs

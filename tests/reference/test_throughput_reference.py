@@ -14,6 +14,11 @@ Megatron policy around generation, as NeMo RL does):
 - vLLM decode, batch 1, Llama-3.1-8B, A100-40GB: 15.2 ms / 13.3 ms per token (1.14)
 - NeMo RL v0.4 GRPO Qwen3-235B-A22B, 128 x H100, vLLM TP 16:  260 s / 506 s (0.51) } strict xfails: the large-MoE
 - NeMo RL v0.4 GRPO DeepSeek-V3, 256 x H100, vLLM TP 32:       84.8 s / 154 s (0.55) } gap (LARGE_MOE_GAP)
+- verl docs/perf/dpsk.md, GRPO DeepSeek-V3, 96 x H20, vLLM TP 32 eager (verl's own run, mean response 1,960):
+  rollout 763 s / 1,050 s (0.73), step 1,160 s / 1,700 s (0.68). The mean prompt is not published: 256 tokens is
+  ASSUMED for DAPO-Math-17k, as in test_timing_dapo_reference (with the 2,048-token maximum as the mean the model
+  gives 1,025 s / 1,557 s: the eager engine's per-step host launch, ~0.06 s x every decode step, dominates and the
+  step count falls with the KV room the prompts leave). Within the band; low like the NeMo RL large-MoE rows.
 
 NeMo RL is not verl: it trains with Megatron-core and generates with vLLM colocated on the same
 GPUs, one synchronous step after another, which is the mechanism rlplan models. Its batch
@@ -34,6 +39,7 @@ import pytest
 from calculator import estimate, load_scenario
 from calculator.report.estimate import build_context
 from calculator.timing.rollout import decode_step_seconds
+from tests.reference.test_memory_fidelity_reference import _dsv3_96_h20
 
 NEMO_RL_TABLE = "https://github.com/NVIDIA-NeMo/RL/blob/main/docs/about/performance-summary.md (Nemo RL v0.4)"
 NEMO_RL_RECIPES = "https://github.com/NVIDIA-NeMo/RL/tree/main/examples/configs/recipes/llm/performance"
@@ -177,6 +183,27 @@ def _nemo_report(case):
     return r.time.step_s, r.time.terms_s
 
 
+VERL_DPSK = "verl docs/perf/dpsk.md 'Training DeepSeek 671b' benchmark table (last updated 08/20/2025)"
+DAPO_MEAN_PROMPT = 256  # ASSUMED for DAPO-Math-17k (not published), as in test_timing_dapo_reference
+
+
+def _verl_dsv3_96_h20(phase: str | None) -> Callable[[], tuple[float, dict]]:
+    """verl's DeepSeek-V3 run on 96 H20 with the settings of the doc's 96-GPU row (the scenario of
+    test_memory_fidelity_reference, which checks its 66 GB peak) and the published mean response of 1,960 tokens:
+    the step (``phase`` None) or one phase."""
+
+    def run() -> tuple[float, dict]:
+        s = _dsv3_96_h20()
+        s = s.model_copy(update={"data": s.data.model_copy(update={"mean_prompt_length": DAPO_MEAN_PROMPT})})
+        t = estimate(s).time
+        assert t is not None and t.step_s is not None
+        value = t.step_s if phase is None else t.phases_s[phase]
+        assert value is not None
+        return value, t.terms_s
+
+    return run
+
+
 def _decode_case(gpu: str, context: int):
     def run():
         s, ctx = _llama8b_single_gpu(gpu)
@@ -207,6 +234,8 @@ PUBLIC_CASES = [
     PublicCase(
         "nemo-deepseek-v3-256xh100", 154.0, STEP_TOLERANCE, lambda: _nemo_report(DEEPSEEK_V3), NEMO_RL_TABLE, True
     ),
+    PublicCase("verl-dsv3-96xh20-rollout", 1050.0, STEP_TOLERANCE, _verl_dsv3_96_h20("rollout"), VERL_DPSK),
+    PublicCase("verl-dsv3-96xh20-step", 1700.0, STEP_TOLERANCE, _verl_dsv3_96_h20(None), VERL_DPSK),
     PublicCase(
         "vllm-decode-llama3.1-8b-h100-b1",
         6.48e-3,

@@ -15,6 +15,17 @@ _N = r"[-\d.,]+"  # a number as the calculator prints it
 _P = r"[a-z_]+"  # a phase name
 
 # (English template as a regex with named groups, Chinese template with the same names)
+# The advice that ends the missing-mean warning (calculator/report/warnings.py ``_lengths``), in both languages.
+_SET_MEANS = (
+    r"Set data\.mean_response_length \(and data\.mean_prompt_length\) to the run's response_length/mean and "
+    r"prompt_length/mean, which verl logs\.$"
+)
+_SET_MEANS_ZH = (
+    "因此步时是上界，且没有长尾。请把 data.mean_response_length（及 data.mean_prompt_length）设为该运行的 "
+    "response_length/mean 与 prompt_length/mean（verl 会记录这两个指标）。"
+)
+
+
 PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(en, re.S), zh)
     for en, zh in (
@@ -92,6 +103,19 @@ PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"DoRA: verl's LoRA path does not expose DoRA; shown is the LoRA figure plus PEFT DoRA's magnitude vectors "
             r"and merged-weight transient\.$",
             "DoRA：verl 的 LoRA 路径不提供 DoRA；这里显示的是 LoRA 的数值，加上 PEFT DoRA 的幅值向量和合并权重的临时显存。",
+        ),
+        (
+            r"no data\.mean_response_length: the expected case puts every response at max_response_length "
+            r"\((?P<resp>\d+) tokens\), so the step time is an upper bound with no long tail\. " + _SET_MEANS,
+            "未设置 data.mean_response_length：期望情形按每条回复都达到 max_response_length（{resp} 个 token）计算，"
+            + _SET_MEANS_ZH,
+        ),
+        (
+            r"no data\.mean_response_length: the expected case puts every response at max_response_length "
+            r"\((?P<resp>\d+) tokens\) and every prompt at max_prompt_length \((?P<prompt>\d+) tokens\), so the step "
+            r"time is an upper bound with no long tail\. " + _SET_MEANS,
+            "未设置 data.mean_response_length：期望情形按每条回复都达到 max_response_length（{resp} 个 token）、"
+            "每条提示都达到 max_prompt_length（{prompt} 个 token）计算，" + _SET_MEANS_ZH,
         ),
         (
             r"Adafactor: factored second moments are counted as ~0 B/param \(rows \+ columns only\)\.$",

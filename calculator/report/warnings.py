@@ -138,7 +138,25 @@ def _approximations(w: _Inputs) -> list[str]:
     return out
 
 
-RULES = (_engine_start, _kv_cache, _kv_limited, _logits_dominant, _fit, _approximations)
+def _lengths(w: _Inputs) -> list[str]:
+    """No mean response length: the expected case is then every response at its max (DESIGN.md 6.3), which makes
+    the step time an upper bound. RL responses are long-tailed (a mean well below the max is the rule, e.g. verl's
+    DeepSeek-V3 run: mean 1,960 of 9,632, docs/perf/dpsk.md), and decode time, KV concurrency and the long tail all
+    follow the mean: on that run the step is ~6x longer with every response at its max."""
+    d = w.ctx.s.data
+    if d.mean_response_length is not None:
+        return []
+    what = f"every response at max_response_length ({d.max_response_length} tokens)"
+    if d.mean_prompt_length is None:
+        what += f" and every prompt at max_prompt_length ({d.max_prompt_length} tokens)"
+    return [
+        f"no data.mean_response_length: the expected case puts {what}, so the step time is an upper bound with no "
+        "long tail. Set data.mean_response_length (and data.mean_prompt_length) to the run's "
+        "response_length/mean and prompt_length/mean, which verl logs."
+    ]
+
+
+RULES = (_engine_start, _kv_cache, _kv_limited, _logits_dominant, _fit, _approximations, _lengths)
 
 
 def collect_warnings(

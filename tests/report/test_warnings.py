@@ -112,3 +112,19 @@ def test_over_the_limit_and_near_the_limit():
 )  # fmt: skip
 def test_approximations_are_said(overrides: dict, warning: str):
     assert [w for w in warnings(overrides) if w.startswith(warning)]
+
+
+def test_a_missing_mean_response_says_the_step_is_an_upper_bound():
+    """Without a mean the expected case is every sequence at its max (DESIGN.md 6.3): the warning names the lengths
+    used, and the step is longer than with any mean below the max (decode steps, KV concurrency, no long tail)."""
+    base = {"data.max_response_length": 4096, "data.mean_prompt_length": 200}
+    unset = estimate(load_scenario(BASE, overrides={**base, "data.mean_response_length": None}))
+    text = [w for w in unset.warnings if w.startswith("no data.mean_response_length")]
+    assert len(text) == 1 and "max_response_length (4096 tokens)" in text[0] and "prompt" not in text[0].split(",")[0]
+    none = {"data.mean_prompt_length": None, "data.mean_response_length": None}
+    both = estimate(load_scenario(BASE, overrides={**base, **none}))
+    assert any("and every prompt at max_prompt_length (512 tokens)" in w for w in both.warnings if "mean_response" in w)
+    given = estimate(load_scenario(BASE, overrides={**base, "data.mean_response_length": 1000}))
+    assert not [w for w in given.warnings if w.startswith("no data.mean_response_length")]
+    assert unset.time is not None and given.time is not None
+    assert unset.time.step_s > given.time.step_s

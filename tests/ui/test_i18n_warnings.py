@@ -22,6 +22,7 @@ TRIGGERS: list[dict] = [
     {"data.max_response_length": 8192, "data.mean_response_length": 600},  # max lengths, concurrency
     {"model.lora_rank": 32, "model.use_dora": True},
     {"actor.optim.optimizer": "Adafactor"},
+    {"data.mean_response_length": None, "data.mean_prompt_length": 200},  # no mean response (the seeds: neither)
 ]
 
 

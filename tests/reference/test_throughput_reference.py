@@ -19,6 +19,10 @@ Megatron policy around generation, as NeMo RL does):
   ASSUMED for DAPO-Math-17k, as in test_timing_dapo_reference (with the 2,048-token maximum as the mean the model
   gives 1,025 s / 1,557 s: the eager engine's per-step host launch, ~0.06 s x every decode step, dominates and the
   step count falls with the KV room the prompts leave). Within the band; low like the NeMo RL large-MoE rows.
+- verl docs/perf/dpsk.md, Qwen3-30B-A3B table: the update's MFU (verl's perf/mfu/actor) on 8 / 16 / 32 H20 with
+  Megatron TP 1 EP 8 and the CPU optimizer: 0.40 / 0.37 / 0.31 published, 0.49 / 0.48 / 0.45 modelled (1.23x /
+  1.29x / 1.45x): 8 GPUs inside +-25%, 16 and 32 strict xfails (MOE_TRAIN_GAP). The model trains MoE on H20 faster
+  than verl measured, and the measured MFU falls with the GPU count more than the model's.
 
 NeMo RL is not verl: it trains with Megatron-core and generates with vLLM colocated on the same
 GPUs, one synchronous step after another, which is the mechanism rlplan models. Its batch
@@ -204,6 +208,60 @@ def _verl_dsv3_96_h20(phase: str | None) -> Callable[[], tuple[float, dict]]:
     return run
 
 
+MOE_TRAIN_GAP = (
+    "verl's Qwen3-30B-A3B update on H20 (docs/perf/dpsk.md: MFU 0.40 / 0.37 / 0.31 on 8 / 16 / 32 GPUs) is modelled "
+    "at 0.49 / 0.48 / 0.45 (2026-11-24; 16 and 32 GPUs outside +-25%): Megatron MoE training with DeepEP on H20 runs below the model's efficiency, "
+    "and falls with scale faster (the model's expert GEMMs keep ~5,000 rows per expert at every scale: dynamic "
+    "batching fills each micro-batch). Candidates: grouped-GEMM and permutation cost, DeepEP all-to-all not hidden, "
+    "the H20 balance factor applied to MoE. Recorded, not tuned away."
+)
+
+
+def _verl_qwen3_30b_h20(num_gpus: int) -> Callable[[], tuple[float, dict]]:
+    """verl's examples/grpo_trainer/run_qwen3moe-30b_megatron_96gb.sh (volcengine/verl b178a3cd5) with the doc's
+    settings for 8 / 16 / 32 H20 (TP 1, EP 8, OFFLOAD_FRACTION 1, OFFLOAD_OPTIM True): the update's MFU. The MFU
+    counts model FLOPs (6 N + attention, as verl's flops_counter) over the update's seconds x peak x GPUs; lengths
+    barely move it: mean prompt 256 and response 2,000 tokens are ASSUMED."""
+
+    def run() -> tuple[float, dict]:
+        ov = {
+            "model.path": "qwen3-30b-a3b",
+            "hardware.gpu": "h20-96gb",
+            "hardware.num_gpus": num_gpus,
+            "algorithm.adv_estimator": "grpo",
+            "data.train_batch_size": 512,
+            "rollout.n": 16,
+            "data.max_prompt_length": 2048,
+            "data.max_response_length": 8192,
+            "data.mean_prompt_length": DAPO_MEAN_PROMPT,
+            "data.mean_response_length": 2000,
+            "actor.strategy": "megatron",
+            "actor.ppo_mini_batch_size": 128,
+            "actor.use_dynamic_bsz": True,
+            "actor.ppo_max_token_len_per_gpu": 10240,
+            "actor.use_kl_loss": False,
+            "actor.megatron.expert_model_parallel_size": 8,
+            "actor.megatron.param_offload": True,
+            "actor.megatron.optimizer_offload": True,
+            "actor.megatron.optimizer_cpu_offload": True,
+            "actor.megatron.optimizer_offload_fraction": 1.0,
+            "actor.megatron.use_precision_aware_optimizer": True,
+            "actor.megatron.overlap_cpu_optimizer_d2h_h2d": True,
+            "rollout.tensor_model_parallel_size": 4,
+            "rollout.gpu_memory_utilization": 0.7,
+            "rollout.enforce_eager": True,
+            "rollout.log_prob_max_token_len_per_gpu": 10240,
+        }
+        t = estimate(load_scenario(None, overrides=ov)).time
+        assert t is not None
+        return t.update_mfu, t.terms_s
+
+    return run
+
+
+MFU_TOLERANCE = 0.25  # +-25% on the update's MFU (as test_timing_dapo_reference's balance check)
+
+
 def _decode_case(gpu: str, context: int):
     def run():
         s, ctx = _llama8b_single_gpu(gpu)
@@ -236,6 +294,10 @@ PUBLIC_CASES = [
     ),
     PublicCase("verl-dsv3-96xh20-rollout", 1050.0, STEP_TOLERANCE, _verl_dsv3_96_h20("rollout"), VERL_DPSK),
     PublicCase("verl-dsv3-96xh20-step", 1700.0, STEP_TOLERANCE, _verl_dsv3_96_h20(None), VERL_DPSK),
+    *(
+        PublicCase(f"verl-qwen3-30b-a3b-{n}xh20-mfu", mfu, MFU_TOLERANCE, _verl_qwen3_30b_h20(n), VERL_DPSK, n > 8)
+        for n, mfu in ((8, 0.40), (16, 0.37), (32, 0.31))
+    ),
     PublicCase(
         "vllm-decode-llama3.1-8b-h100-b1",
         6.48e-3,
@@ -337,10 +399,14 @@ def test_vllm_decode_llama31_8b_a100_40gb_batch1():
     assert decode_step_seconds(ctx, 1, 1024 + 64) == pytest.approx(1 / 75, rel=DECODE_TOLERANCE)
 
 
+def _gap_reason(case: PublicCase) -> str:
+    return MOE_TRAIN_GAP if case.id.endswith("-mfu") else LARGE_MOE_GAP
+
+
 @pytest.mark.parametrize(
     "case",
     [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=LARGE_MOE_GAP)) if c.known_gap else c
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_gap_reason(c))) if c.known_gap else c
         for c in PUBLIC_CASES
     ],
     ids=lambda c: c.id,

@@ -15,6 +15,7 @@ from calculator.model import activations as act
 from calculator.model import megatron_activations as mact
 from calculator.model.architecture import Architecture
 from calculator.model.roles import RoleModel
+from calculator.names import Role
 from calculator.report.models import Component
 from calculator.resolve.batching import PassBatch
 from calculator.resolve.roles import TrainerPlan
@@ -49,6 +50,9 @@ def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, tr
                 )
             )
         return out
+    plan = ctx.r.ref if (role == Role.REF and ctx.r.ref is not None) else ctx.r.actor
+    if plan.is_megatron:
+        return _megatron_logits(role, plan, tokens, v, entropy=entropy, training=training)
     copies = 2 if temp_copy else 1
     # verl 0.9.1 transformer_impl.py 1424-1431 (legacy dp_actor alike): with the entropy computed in a training
     # pass the flash-attn cross-entropy runs with inplace_backward=False, so the log-prob backward allocates its
@@ -66,6 +70,44 @@ def logits_components(ctx: Context, role: str, tokens: int, *, entropy: bool, tr
     if entropy:
         b, f = _entropy_bytes(ctx, tokens, v, training)
         out.append(Component(name=f"{role}_entropy", role=role, bytes=b, formula=f))
+    return out
+
+
+def _megatron_logits(
+    role: str, plan: TrainerPlan, tokens: int, v: int, *, entropy: bool, training: bool
+) -> list[Component]:
+    """verl's Megatron engine (0.9.1 ``workers/engine/megatron/transformer_impl.py`` 1194-1241): the output layer's
+    bf16 logits, vocab-parallel (V / TP per rank, the whole micro-batch: sequence parallelism gathers it), divided
+    by the temperature in place; the log-prob is Megatron-core's ``vocab_parallel_cross_entropy``
+    (``tensor_parallel/cross_entropy.py`` 28, 65, 187 in megatron-core 0.16.1), which copies the logits to fp32,
+    turns that copy into the softmax in place and saves it for backward, whose fp32 gradient is cast to bf16 for the
+    output layer: 2 + 4 B per logit at the loss, forward-only or not. With the entropy the log-prob runs on a bf16
+    clone of the logits (2 B more); in training verl's ``_VocabParallelEntropy`` (``utils/megatron/
+    tensor_parallel.py``) also saves its bf16 softmax (2 B), forward-only it is freed before the cross entropy.
+    With context parallelism a rank holds 1 / CP of the tokens."""
+    m = plan.megatron
+    tp, cp = m.tensor_model_parallel_size, m.context_parallel_size
+    v_rank = -(-v // tp)
+    t = tokens // cp
+    out = [
+        Component(
+            name=f"{role}_logits",
+            role=role,
+            bytes=t * v_rank * 6,
+            formula=f"Megatron vocab-parallel cross entropy: {t} tokens x vocab {v} / TP {tp} x (2 B bf16 logits "
+            "+ 4 B fp32 softmax)",
+        )
+    ]
+    if entropy:
+        per, what = (4, "2 B bf16 clone + 2 B saved bf16 softmax") if training else (2, "2 B bf16 clone")
+        out.append(
+            Component(
+                name=f"{role}_entropy",
+                role=role,
+                bytes=t * v_rank * per,
+                formula=f"Megatron vocab-parallel entropy: {t} tokens x vocab {v} / TP {tp} x {per} B ({what})",
+            )
+        )
     return out
 
 

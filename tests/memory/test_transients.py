@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from calculator import load_scenario
 from calculator.inputs.presets import model_presets
-from calculator.memory.transients import training_activations
+from calculator.memory.transients import logits_components, training_activations
 from calculator.model import megatron_activations as mact
 from calculator.model.megatron_activations import MegatronSplit
-from calculator.names import Phase
+from calculator.names import Phase, Role
 from calculator.report.estimate import build_context
 from calculator.resolve.batching import PassBatch
 
@@ -82,3 +82,29 @@ def test_block_recompute_and_selective():
 def test_context_parallel_divides_the_tokens():
     ov = {**MOE_EP8, "actor.megatron.context_parallel_size": 2}
     assert _activations("qwen3-30b-a3b-grpo-16xh100", ov, 10240) == (48 * 124_988 + 8196 + WORK_MOE) * 10240 // 2
+
+
+def test_megatron_logits_are_vocab_parallel_with_an_fp32_softmax():
+    """Megatron-core vocab_parallel_cross_entropy: bf16 logits (2 B) + the fp32 copy it turns into the saved softmax
+    (4 B) per logit, V / TP per rank; verl's vocab-parallel entropy adds a bf16 clone and a bf16 softmax (4 B);
+    CP splits the tokens. Qwen2.5-7B (V 152,064), TP 2: 76,032 logits per token per rank."""
+    ov = {"actor.strategy": "megatron", "actor.megatron.tensor_model_parallel_size": 2}
+    ctx = build_context(load_scenario("qwen2.5-7b-grpo-8xh100", overrides=ov))
+    comps = logits_components(ctx, Role.ACTOR, 4096, entropy=True, training=True)
+    assert [c.name for c in comps] == ["actor_logits", "actor_entropy"]
+    assert comps[0].bytes == 4096 * 76_032 * 6
+    assert comps[1].bytes == 4096 * 76_032 * 4
+    assert [c.bytes for c in logits_components(ctx, Role.ACTOR, 4096, entropy=False, training=False)] == [
+        4096 * 76_032 * 6
+    ]
+    forward = logits_components(ctx, Role.ACTOR, 4096, entropy=True, training=False)
+    assert [c.bytes for c in forward] == [4096 * 76_032 * 6, 4096 * 76_032 * 2]  # the softmax is freed first
+    cp = build_context(
+        load_scenario("qwen2.5-7b-grpo-8xh100", overrides={**ov, "actor.megatron.context_parallel_size": 2})
+    )
+    assert logits_components(cp, Role.ACTOR, 4096, entropy=False, training=True)[0].bytes == 2048 * 76_032 * 6
+
+
+def test_fsdp_logits_unchanged_by_the_megatron_path():
+    ctx = build_context(load_scenario("qwen2.5-7b-grpo-8xh100"))
+    assert logits_components(ctx, Role.ACTOR, 1000, entropy=False, training=True)[0].bytes == 1000 * 152_064 * 2

@@ -198,7 +198,7 @@ def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) 
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     split = mact.MegatronSplit(tp, m.sequence_parallel, m.expert_tensor_parallel_size or tp)
     lps = -(-a.num_layers // pp)
-    in_flight = min(pp, batch.num_micro_batches)
+    chunks, v = _chunks_in_flight(pp, m.virtual_pipeline_model_parallel_size or 1, batch.num_micro_batches)
     g, k = m.recompute_granularity, m.recompute_num_layers or 1
     per_layer = mact.all_layers_bytes(a, split, selective=g == "selective") // a.num_layers
     inp, top = mact.layer_input_bytes(a, split), mact.max_layer_bytes(a, split)
@@ -216,17 +216,35 @@ def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) 
         how = f"{what}: {lps} layers x {per_layer} B"
     final = mact.final_norm_bytes(a, split) if pp == 1 else 0
     work = act.forward_working_bytes_per_token(a) // split.seq
-    b = ((kept * in_flight + once + final + work) * t) // cp
+    b = ((kept * chunks // v + once + final + work) * t) // cp
     return Component(
         name=f"{role.name}_activations",
         role=role.name,
         bytes=b,
-        formula=f"Megatron-core saved tensors per token per stage ({how}) x {in_flight} micro-batches in flight "
-        f"(1F1B) x {t} tokens / CP {cp} (TP {tp}, sequence parallel {split.seq > 1})"
+        formula=f"Megatron-core saved tensors per token per stage ({how}) x "
+        + (
+            f"{chunks} model chunks of 1/{v} stage in flight (interleaved 1F1B)"
+            if v > 1
+            else f"{chunks} micro-batches in flight (1F1B)"
+        )
+        + f" x {t} tokens / CP {cp} (TP {tp}, sequence parallel {split.seq > 1})"
         + (f" + one recomputed group {min(k, lps)} x {top} B/token" if once else "")
         + (f" + final norm {final} B/token" if final else "")
         + f" + working set {work} B/token",
     )
+
+
+def _chunks_in_flight(pp: int, vpp: int, num_micro_batches: int) -> tuple[int, int]:
+    """(model-chunk forwards whose activations the first pipeline stage holds at once, chunks per stage).
+    megatron-core 0.16.1 ``pipeline_parallel/schedules.py`` 763-786: 1F1B runs pp - 1 warm-up forwards on the first
+    stage, the interleaved schedule 2 (pp - 1) + (vpp - 1) x pp chunk forwards (``microbatch_group_size_per_vp_stage``
+    = pp), each holding 1 / vpp of the stage's layers, then one more before the first backward; at most all of them.
+    Interleaving thus holds pp x (1 + (pp - 1) / (pp x vpp)) micro-batches of a stage (Korthikanti et al. 2022)."""
+    if pp == 1:
+        return 1, 1
+    if vpp == 1:
+        return min(pp, num_micro_batches), 1
+    return min(2 * (pp - 1) + (vpp - 1) * pp + 1, num_micro_batches * vpp), vpp
 
 
 def forward_activations(role_name: str, arch: Architecture, tokens: int) -> Component:

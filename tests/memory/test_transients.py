@@ -108,3 +108,17 @@ def test_megatron_logits_are_vocab_parallel_with_an_fp32_softmax():
 def test_fsdp_logits_unchanged_by_the_megatron_path():
     ctx = build_context(load_scenario("qwen2.5-7b-grpo-8xh100"))
     assert logits_components(ctx, Role.ACTOR, 1000, entropy=False, training=True)[0].bytes == 1000 * 152_064 * 2
+
+
+def test_interleaved_pipeline_holds_more_chunks_of_fewer_layers():
+    """PP 2, VPP 2 on 28 layers: 14 layers per stage in 2 chunks of 7. The first stage runs 2 x (2 - 1) + (2 - 1) x 2
+    = 4 warm-up chunk forwards and one more before its first backward: 5 chunks of 7 layers = 35 layers, against
+    2 micro-batches x 14 = 28 without interleaving (Korthikanti: 1 + (pp - 1) / (pp x vpp) = 1.25 x)."""
+    base = {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 2}
+    vpp = {**base, "actor.megatron.virtual_pipeline_model_parallel_size": 2}
+    plain = _activations("qwen2.5-7b-grpo-8xh100", base, 1000)
+    inter = _activations("qwen2.5-7b-grpo-8xh100", vpp, 1000)
+    assert plain == (14 * 167_032 * 2 + WORK_DENSE) * 1000
+    assert inter == (14 * 167_032 * 5 // 2 + WORK_DENSE) * 1000
+    # fewer micro-batches than warm-up chunks: all of them (2 micro-batches x 2 chunks = 4 chunks = 2 stages' worth)
+    assert _activations("qwen2.5-7b-grpo-8xh100", vpp, 1000, 2) == (14 * 167_032 * 4 // 2 + WORK_DENSE) * 1000

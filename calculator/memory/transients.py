@@ -198,7 +198,10 @@ def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) 
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     split = mact.MegatronSplit(tp, m.sequence_parallel, m.expert_tensor_parallel_size or tp)
     lps = -(-a.num_layers // pp)
-    chunks, v = _chunks_in_flight(pp, m.virtual_pipeline_model_parallel_size or 1, batch.num_micro_batches)
+    # The pass plan spreads sequences over every GPU; a Megatron pipeline runs those of its DP rank, one of
+    # GPUs / (TP x PP x CP): TP x PP x CP times the per-GPU micro-batches (as timing.backend.megatron_micro does).
+    micro_batches = batch.num_micro_batches * tp * pp * cp
+    chunks, v = _chunks_in_flight(pp, m.virtual_pipeline_model_parallel_size or 1, micro_batches)
     g, k = m.recompute_granularity, m.recompute_num_layers or 1
     per_layer = mact.all_layers_bytes(a, split, selective=g == "selective") // a.num_layers
     inp, top = mact.layer_input_bytes(a, split), mact.max_layer_bytes(a, split)

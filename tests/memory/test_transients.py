@@ -120,5 +120,14 @@ def test_interleaved_pipeline_holds_more_chunks_of_fewer_layers():
     inter = _activations("qwen2.5-7b-grpo-8xh100", vpp, 1000)
     assert plain == (14 * 167_032 * 2 + WORK_DENSE) * 1000
     assert inter == (14 * 167_032 * 5 // 2 + WORK_DENSE) * 1000
-    # fewer micro-batches than warm-up chunks: all of them (2 micro-batches x 2 chunks = 4 chunks = 2 stages' worth)
-    assert _activations("qwen2.5-7b-grpo-8xh100", vpp, 1000, 2) == (14 * 167_032 * 4 // 2 + WORK_DENSE) * 1000
+    # fewer micro-batches than warm-up chunks: all of them. 1 micro-batch per GPU is 2 per pipeline (8 GPUs over
+    # Megatron DP 4 = 8 / (TP 1 x PP 2)): 2 x 2 chunks = 4 chunks = 2 stages' worth
+    assert _activations("qwen2.5-7b-grpo-8xh100", vpp, 1000, 1) == (14 * 167_032 * 4 // 2 + WORK_DENSE) * 1000
+
+
+def test_in_flight_micro_batches_are_counted_per_pipeline_not_per_gpu():
+    """The pass plan spreads sequences over all 8 GPUs; with PP 4 (TP 1) a pipeline is 4 GPUs of Megatron DP 2
+    and runs 4 x the per-GPU micro-batches: 1 per GPU is 4 per pipeline, so the first stage holds 4 in flight
+    (7 layers x 4), not 1."""
+    ov = {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 4}
+    assert _activations("qwen2.5-7b-grpo-8xh100", ov, 1000, 1) == (7 * 167_032 * 4 + WORK_DENSE) * 1000

@@ -57,11 +57,12 @@ default) runs the attention kernel under ``tensor_parallel.checkpoint``, which s
 log-sum-exp.
 
 Cross-check: ISEEKYAN/mbridge's Megatron memory estimator (``memory_estimator/moe_mem_estimator/layers.py``, commit
-7ed546f, by the author of the Megatron bridge verl uses) counts a Qwen3-30B-A3B layer at 62,464 bf16 elements =
+7ed546f; mbridge is verl's vanilla Megatron bridge) counts a Qwen3-30B-A3B layer at 62,464 bf16 elements =
 124,928 B per token (attention 4q + 2kv, norms and residual adds 3h, router 2h, dispatched copies k·h, expert
-fc1 output and activation k·3·I_moe); this inventory gives 124,988 B, by other tensors of the same total.
+fc1 output and activation k·3·I_moe); this inventory gives 124,988 B, a different split of nearly the same total.
 Checked against Korthikanti et al. 2022 ("Reducing Activation Recomputation", Table 2): for a GPT layer (no RoPE,
-no GQA, 4h GeLU MLP: 2·4h instead of 6·I) the same inventory gives 32·h B/token, their 34·h less the two 1-byte
+no GQA, a 4h GeLU MLP whose fc1 and GeLU outputs are 8h B each) the same inventory gives 32·h B/token (attention
+12h, MLP 20h), their 34·h less the two 1-byte
 dropout masks (hidden dropout 0 here) and less the s²-sized softmax terms that flash attention does not keep.
 Left out: FP8 (TE saves quantised inputs), ``moe_act`` / ``layernorm`` recompute modules, activation offloading,
 MTP layers, the aux-loss scores (verl sets ``moe_router_load_balancing_type`` none), routing imbalance.

@@ -1,5 +1,8 @@
 """Activation bytes of the decoder layers, counted per saved tensor of the real implementation.
 
+These are the transformers modelling code's tensors (verl's FSDP engine); verl's Megatron engine runs Megatron-core
+with Transformer Engine, whose saved tensors are counted in ``calculator.model.megatron_activations``.
+
 Per token, per decoder layer, bf16 compute (2 B), as the transformers 5.x modelling code saves
 tensors for backward (verified against the real code by tests/test_activations_real.py, which
 counts unique saved storages with ``torch.autograd.graph.saved_tensors_hooks``):

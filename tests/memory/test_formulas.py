@@ -40,6 +40,16 @@ PRODUCTS: list[tuple[str, re.Pattern[str], Callable[[list[int]], int]]] = [
         re.compile(rf"^{NUM} tokens x vocab (\d+) x 2 B \(bf16\) x 2 \("),
         lambda n: n[0] * n[1] * 2 * 2,
     ),
+    (
+        r"(actor|ref)_logits",
+        re.compile(rf"^Megatron vocab-parallel cross entropy: {NUM} tokens x vocab (\d+) / TP (\d+) x \(2 B"),
+        lambda n: n[0] * -(-n[1] // n[2]) * 6,
+    ),
+    (
+        r"(actor|ref)_entropy",
+        re.compile(rf"^Megatron vocab-parallel entropy: {NUM} tokens x vocab (\d+) / TP (\d+) x (\d) B \("),
+        lambda n: n[0] * -(-n[1] // n[2]) * n[3],
+    ),
     (r"(rollout_weights|reward_params)", re.compile(rf"^{NUM} params x (\d) B / TP (\d+)"), _TIMES_OVER),
     (r"sync_full_tensor", re.compile(rf"^largest parameter {NUM} gathered whole \(full_tensor\) x (\d) B"), _TIMES),
     (

@@ -21,6 +21,11 @@ BEFORE = {
     "nemo-qwen3-30b-a3b-32xh100": 75.0,
     "vllm-decode-llama3.1-8b-h100-b1": 6.86e-3,
     "vllm-decode-llama3.1-8b-a100-b1": 14.9e-3,
+    # MoE update MFUs in verl 0.5's FLOP counting, at 3aca35a (before the expert-data-parallel optimizer shard).
+    "verl-qwen3-30b-a3b-8xh20-mfu": 0.655,
+    "verl-qwen3-30b-a3b-16xh20-mfu": 0.632,
+    "verl-qwen3-30b-a3b-32xh20-mfu": 0.598,
+    "verl-dsv3-96xh20-mfu": 0.136,
 }
 
 # Model figures at commit a6264bc (round 1 of issue 15), same case ids and releases (0.6 / 0.5), seconds.

@@ -120,6 +120,27 @@ def attention_flops_per_token(arch: Architecture, context_tokens: float, *, caus
     return f / 2 if causal else f
 
 
+def verl_counted_flops_per_token(
+    arch: Architecture, mean_len: float, mean_square_len: float, *, attention_coefficient: int
+) -> float:
+    """FLOPs per trained token as verl's ``perf/mfu/actor`` counts them (``verl/utils/flops_counter.py``
+    ``FlopsCounter``), for comparing a published verl MFU with ``TimeOut.update_mfu`` (which counts
+    ``train_flops_per_token``'s model FLOPs):
+
+        6 x (active matmul weights + the input embedding V x h) + coefficient x Σ L² / Σ L x layers x q_dim
+
+    verl counts the embedding lookup as a matmul (``emd_and_lm_head_N = vocab_size * hidden_size * 2``) and the
+    attention over every sequence's L² (Σ L² / Σ L = E[L²] / E[L] per token, ``mean_square_len / mean_len``).
+    ``attention_coefficient``: 12 in verl 0.5.0 - 0.7.x (the full L x L score and value products, forward +
+    backward: ``attn_qkv_flops = 12 * seqlen_square_sum * head_dim * num_attention_heads * num_hidden_layers``, the
+    Qwen2 / Qwen2-MoE / DeepSeek-V3 counters), 6 in 0.9.1 (causal: half of it); rlplan counts the causal half
+    at the mean length (``attention_flops_per_token``). Left out: the MoE router (h x experts per layer, counted by
+    verl for MoE models; < 1% of the FLOPs), MLA's value head dim (verl uses q_head_dim for both products)."""
+    matmul = 6.0 * (_active_matmul(arch) + arch.vocab_size * arch.hidden_size)
+    per_len = mean_square_len / max(mean_len, 1.0)
+    return matmul + attention_coefficient * per_len * arch.num_layers * arch.q_dim
+
+
 def trainable_matmul_params(s: Scenario, role: RoleModel) -> int:
     """Weights that receive gradients: all matmul weights, or only the LoRA adapters (policy roles)."""
     if s.model.lora_rank and role.name == "actor":
@@ -250,6 +271,24 @@ def collective_bytes_per_s(s: Scenario, gpu: GpuSpec, group_size: int) -> float:
         return intra
     fabric = gpu.inter_node_gb_per_s * GB * min(gpn, group_size) * eff.network_efficiency
     return min(intra, fabric)
+
+
+def strided_group_bytes_per_s(s: Scenario, gpu: GpuSpec, group_size: int, stride: int) -> float:
+    """Bus bandwidth per GPU of a ring collective over a group of ``group_size`` ranks ``stride`` ranks apart (a
+    Megatron data-parallel group: TP x CP apart; expert data-parallel: ETP x EP apart). Inside one node: NVLink as
+    ``collective_bytes_per_s``. Across nodes, a node holds k = GPUs per node / stride members of the group (at least
+    1): the ring crosses each node boundary once and NCCL spreads that crossing over the k members' own NICs (one per
+    GPU), so the bus bandwidth is min(NVLink, inter_node_gb_per_s x k) x network_efficiency. With stride 1 this is
+    ``collective_bytes_per_s``; with a stride of a whole node (one member per node) it is one NIC, as every group of
+    the node runs its ring at once through its own GPU's NIC."""
+    gpn = s.hardware.gpus_per_node
+    stride = max(1, stride)
+    if group_size * stride <= gpn:
+        return collective_bytes_per_s(s, gpu, min(group_size, gpn))
+    k = max(1, min(group_size, gpn // stride))
+    eff = s.efficiency
+    intra = gpu.intra_node_gb_per_s * GB * eff.nvlink_efficiency
+    return min(intra, gpu.inter_node_gb_per_s * GB * k * eff.network_efficiency)
 
 
 def ring_fraction(group_size: int) -> float:

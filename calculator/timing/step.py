@@ -81,6 +81,7 @@ from calculator.timing.backend import (
     TrainingEngine,
     fsdp_io,
     host_seconds,
+    megatron_dp_seconds,
     megatron_pass,
     megatron_recompute,
     ulysses_seconds,
@@ -210,9 +211,9 @@ def _update_phase(
     if r.megatron:
         per = megatron_pass(ctx, r, pb, L, executed, frac, passes=passes)
         terms = {k: rounds * v for k, v in per.items()}
-        dp_bytes = r.local * (4 + 2) * ring_fraction(r.dp)  # fp32 grad reduce-scatter + bf16 param gather
-        terms["dp_comm"] = rounds * dp_bytes / collective_bytes_per_s(s, ctx.gpu, s.hardware.num_gpus)
-        opt_params = r.local / r.dp
+        terms["dp_comm"] = rounds * megatron_dp_seconds(ctx, r)
+        assert r.dp_split is not None
+        opt_params = r.dp_split.optimizer_shard if r.meg.use_distributed_optimizer else r.local
         rc = r.meg.recompute_granularity
         f = (
             f"Megatron: {rounds} mini-batches x {pb.num_micro_batches} micro-batches, executed "

@@ -13,6 +13,8 @@ from calculator.timing.backend import (
     TrainingEngine,
     fsdp_io,
     host_seconds,
+    megatron_dp_seconds,
+    megatron_dp_split,
     megatron_pass,
     megatron_recompute,
     ulysses_seconds,
@@ -172,3 +174,53 @@ def test_context_parallel_term_has_its_formula_in_the_report():
     assert t is not None
     assert "cp_ring_attention" in t.terms_s["update_actor"]
     assert "ring attention" in t.term_formulas["update_actor"]["cp_ring_attention"]
+
+
+def _qwen3_moe_megatron(num_gpus: int, **extra):
+    s = load_scenario(
+        None,
+        overrides={
+            "model.path": "qwen3-30b-a3b",
+            "hardware.gpu": "h20-96gb",
+            "hardware.num_gpus": num_gpus,
+            "actor.strategy": "megatron",
+            "actor.megatron.expert_model_parallel_size": 8,
+            "rollout.tensor_model_parallel_size": 4,
+            **extra,
+        },
+    )
+    return s, build_context(s)
+
+
+def test_megatron_dp_split_shards_experts_over_the_expert_dp_group():
+    """Qwen3-30B-A3B, TP 1 EP 8 on 16 GPUs: experts 48 layers x 128 x 3 x 2048 x 768 = 28,991,029,248 params,
+    dense 30,532,122,624 - that = 1,541,093,376. Each GPU holds all dense params (TP 1) and 1/8 of the experts
+    (3,623,878,656). Dense DP = 16 / (TP 1 x CP 1 x PP 1) = 16, ranks 1 apart; expert DP = 16 / (EP 8 x ETP 1) = 2,
+    ranks 8 apart (one per node). Distributed-optimizer shard = 1,541,093,376 / 16 + 3,623,878,656 / 2
+    = 96,318,336 + 1,811,939,328 = 1,908,257,664 (the old DP-only split gave 5,164,972,032 / 16 = 322,810,752)."""
+    s, ctx = _qwen3_moe_megatron(16)
+    d = megatron_dp_split(s, ctx.actor, ctx.r.actor.megatron)
+    assert (d.dense_local, d.expert_local) == (1_541_093_376, 3_623_878_656)
+    assert (d.dp, d.dp_stride, d.expert_dp, d.expert_dp_stride) == (16, 1, 2, 8)
+    assert d.optimizer_shard == 1_908_257_664
+
+
+def test_megatron_dp_seconds_uses_each_group_bandwidth():
+    """Same layout, distributed optimizer: per mini-batch fp32 reduce-scatter + bf16 all-gather = 6 B per param x
+    (n-1)/n. Dense over 16 ranks 1 apart (2 nodes): min(NVLink 450 x 0.75, 50 x 8 x 0.7 = 280) = 280 GB/s:
+    1,541,093,376 x 6 x 15/16 / 280e9 = 0.030958 s. Experts over 2 ranks 8 apart (one per node): one NIC,
+    50 x 0.7 = 35 GB/s: 3,623,878,656 x 6 x 1/2 / 35e9 = 0.310618 s. Sum 0.341576 s."""
+    s, ctx = _qwen3_moe_megatron(16)
+    r = TrainingEngine(ctx, ctx.actor, ctx.r.actor)
+    dense = 1_541_093_376 * 6 * 15 / 16 / 280e9
+    expert = 3_623_878_656 * 6 / 2 / 35e9
+    assert megatron_dp_seconds(ctx, r) == pytest.approx(dense + expert, rel=1e-9)
+    assert dense + expert == pytest.approx(0.341576, rel=1e-5)
+
+
+def test_megatron_dp_seconds_without_expert_replicas_is_dense_only():
+    """On 8 GPUs (EP 8 fills the node) the expert DP group has 1 rank: no expert traffic; dense over 8 ranks inside
+    the node at NVLink 337.5 GB/s: 1,541,093,376 x 6 x 7/8 / 337.5e9 = 0.023972 s."""
+    s, ctx = _qwen3_moe_megatron(8)
+    r = TrainingEngine(ctx, ctx.actor, ctx.r.actor)
+    assert megatron_dp_seconds(ctx, r) == pytest.approx(1_541_093_376 * 6 * 7 / 8 / 337.5e9, rel=1e-9)

@@ -25,8 +25,10 @@ from calculator.timing.flops import (
     ridge_flop_per_byte,
     ridge_ratio,
     ring_fraction,
+    strided_group_bytes_per_s,
     train_flops_per_token,
     trainable_matmul_params,
+    verl_counted_flops_per_token,
 )
 from tests.support.qwen7b_h100 import (
     BASE,
@@ -158,3 +160,35 @@ def test_gemm_half_saturation_scales_with_the_ridge():
     assert gemm_efficiency(s, 128, _gpu("h100-80gb")) == pytest.approx(0.5, rel=1e-12)
     assert gemm_efficiency(s, 128, _gpu("h20-96gb")) == pytest.approx(128 / (128 + 128 * 37.0 / (989 / 3.35)), rel=1e-9)
     assert gemm_efficiency(s, 128) == 0.5  # no GPU: the H100 constant as stated
+
+
+def _h100_nodes(num_gpus: int):
+    s = load_scenario(
+        None, overrides={"model.path": "qwen3-8b", "hardware.gpu": "h100-80gb", "hardware.num_gpus": num_gpus}
+    )
+    return s, build_context(s).gpu
+
+
+def test_strided_group_bandwidth():
+    """H100 nodes of 8 (NVLink 450 GB/s per direction x 0.75 = 337.5; NIC 50 GB/s x 0.7 = 35 per GPU):
+    a group inside a node -> 337.5 GB/s whatever the stride; 4 ranks 1 apart over 32 GPUs -> inside a node too;
+    16 ranks 1 apart -> 8 members per node: min(337.5, 35 x 8 = 280) = 280 (= collective_bytes_per_s);
+    4 ranks 8 apart (one per node) -> one NIC, 35; 8 ranks 4 apart -> 2 per node: 70."""
+    s, gpu = _h100_nodes(32)
+    assert strided_group_bytes_per_s(s, gpu, 2, 4) == pytest.approx(337.5e9)
+    assert strided_group_bytes_per_s(s, gpu, 4, 1) == pytest.approx(337.5e9)
+    assert strided_group_bytes_per_s(s, gpu, 16, 1) == pytest.approx(280e9)
+    assert strided_group_bytes_per_s(s, gpu, 16, 1) == pytest.approx(collective_bytes_per_s(s, gpu, 16))
+    assert strided_group_bytes_per_s(s, gpu, 4, 8) == pytest.approx(35e9)
+    assert strided_group_bytes_per_s(s, gpu, 8, 4) == pytest.approx(70e9)
+
+
+def test_verl_counted_flops_per_token_qwen3_moe():
+    """verl 0.5 counter for Qwen3-30B-A3B: active matmul weights 3,041,867,776 (LM head in, embedding out) + the
+    embedding 151,936 x 2,048 = 311,164,928 -> 6 x 3,353,032,704 = 20,118,196,224; attention with Σ L² / Σ L = 3,000
+    (mean 2,256, mean square 6,768,000): 12 x 3,000 x 48 layers x q_dim 4,096 = 7,077,888,000; sum 27,196,084,224.
+    verl 0.9.1's coefficient 6 halves the attention: 23,657,140,224."""
+    s = load_scenario(None, overrides={"model.path": "qwen3-30b-a3b"})
+    arch = build_context(s).actor.arch
+    assert verl_counted_flops_per_token(arch, 2256, 2256 * 3000, attention_coefficient=12) == 27_196_084_224
+    assert verl_counted_flops_per_token(arch, 2256, 2256 * 3000, attention_coefficient=6) == 23_657_140_224

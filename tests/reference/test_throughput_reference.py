@@ -174,7 +174,8 @@ LARGE_MOE_GAP = (
     "Large MoE runs are predicted at about half their published step (Qwen3-235B 261 s / 506 s = 0.52x, DeepSeek-V3 85.9 s / 154 s = 0.56x, "
     "2026-11-24), below the +-40% band; the published table gives only the step, so which phase misses is not "
     "known (candidates: MoE decode kernels below the HBM roofline, NCCL all-reduce latency of a TP group spanning "
-    "2-4 nodes, Megatron MoE training efficiency at RL batch sizes). Recorded, not tuned away."
+    "2-4 nodes, the refit; not a too-fast training phase: on NVIDIA's large-MoE pretraining rows the model trains "
+    "SLOWER than published, test_moe_training_reference). Recorded, not tuned away."
 )
 
 

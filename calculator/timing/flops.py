@@ -10,9 +10,10 @@ adds the score (QKᵀ) and value (PV) products, which are not parameter matmuls:
     per token, averaged over the sequence:                 L·(q_dim + o_dim) per layer
     decode, one new token at context c:                    2·c·(q_dim + o_dim) per layer
 
-This is exactly verl's own counter for dense GQA models (``verl/utils/flops_counter.py``:
+This is verl 0.9.1's own counter for dense GQA models (``verl/utils/flops_counter.py``:
 ``6 · Σ seqlen² · head_dim · heads · layers`` for forward + backward), so an MFU computed here reads
-like verl's ``perf/mfu/actor``. One difference: verl counts the input embedding as a matmul
+like that release's ``perf/mfu/actor``; verl 0.5.0 - 0.7.x count the full L x L products, 12 instead of 6
+(:func:`verl_counted_flops_per_token`). One more difference: verl counts the input embedding as a matmul
 (``2·V·h`` per token); rlplan does not (a lookup costs no FLOPs), which makes verl's MFU ~7% higher
 for a 7B model with a 152k vocabulary.
 

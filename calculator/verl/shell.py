@@ -2,8 +2,11 @@
 
 A verl launch is a bash script ending in ``python3 -m verl.trainer.main_ppo key=value ...``. Shell
 variables are resolved from assignments in the same script (``VAR=v``, ``export VAR=v``,
-``${VAR:-default}`` and the other ``${VAR<op>word}`` forms, integer ``$(( ... ))`` evaluated over a
-whitelist of ``ast`` nodes, never ``eval``). Command substitutions, backticks, special parameters and
+``${VAR:-default}`` and the other ``${VAR<op>word}`` forms, ``${VAR//pattern/word}`` with a literal pattern,
+integer ``$(( ... ))`` evaluated over a whitelist of ``ast`` nodes, never ``eval``). The script is read as run
+without arguments: ``${1:-vllm}`` is its default, a bare ``$1`` is unresolved. As bash does, a quoted string
+spanning lines is one line, and an unquoted expansion on a command line is split into words
+(``python3 -m ... $ACTOR_CONFIG``). Command substitutions, backticks, special parameters and
 variables the script does not set cannot be resolved: they become sentinels, and the overrides that use
 them are reported and ignored. Nothing is ever executed. A ``${...}`` that is not a shell parameter is a
 Hydra interpolation and is kept for :mod:`calculator.verl.interpolate`. ``# rlplan: key=<json>`` comment
@@ -36,7 +39,7 @@ from calculator.inputs.readers import size_text
 from calculator.verl.arith import ArithUnresolved, evaluate
 from calculator.verl.keys import IGNORED_PREFIXES
 from calculator.verl.placement_keys import ENTRY_KEY, ENTRY_MODULES
-from calculator.verl.shellwords import split_words
+from calculator.verl.shellwords import _logical_lines, _pairs, split_words
 
 SCRIPT = "verl launch script"  # how refusals name the input
 MAX_REASON_CHARS = 200  # an unresolved construct is quoted this long in the import notes (display only)
@@ -48,7 +51,8 @@ class _Unresolved(Exception):
 
 _SENTINEL_RE = re.compile("\x00U(\\d+)\x00")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?", re.S)
+_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[1-9])(?:(:?[-=+?])(.*))?", re.S)
+_SUBST = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(//?)([^/]*)/(.*)", re.S)  # ${VAR//pattern/word}
 _PLAIN = re.compile(r"[^'\"\\`$]+")  # characters the expander copies as they are
 _ASSIGN_PREFIXES = ("export", "local", "readonly", "declare", "typeset")
 
@@ -107,19 +111,6 @@ class _ShellState:
             self.why[name] = "; ".join(dict.fromkeys(r.split(" <- ")[-1] for r in lost))
 
 
-def _pairs(text: str, open_: str, close: str) -> dict[int, int]:
-    """For each ``open_`` bracket of ``text``, the index of the one closing it (nesting-aware, brackets of
-    this kind only); unclosed ones are absent. One pass: O(len(text))."""
-    out: dict[int, int] = {}
-    stack: list[int] = []
-    for m in re.finditer(f"[{re.escape(open_ + close)}]", text):
-        if m.group() == open_:
-            stack.append(m.start())
-        elif stack:
-            out[stack.pop()] = m.start()
-    return out
-
-
 def _arith(expr: str, st: _ShellState) -> str:
     """``$(( expr ))`` with the script's variables (:mod:`calculator.verl.arith`)."""
     try:
@@ -133,6 +124,8 @@ def _lookup(name: str, st: _ShellState) -> str:
         if st.env[name] is not None:
             return st.env[name]  # type: ignore[return-value]
         raise _Unresolved(f"${name} <- {st.why.get(name, 'an unresolved value')}")
+    if name.isdigit():  # ${1:-vllm}: the script is read as run without arguments, so the default applies
+        raise _Unresolved(f"${name}: a positional argument (the script is read as run without arguments)")
     raise _Unresolved(f"${name}: not set in the script")
 
 
@@ -145,9 +138,10 @@ class _Expander:
     Works on windows ``[lo, hi)`` of the line, so that a ``${VAR:-word}`` expands its word in place; the
     line's brackets are matched once, lazily, and a match outside the window counts as unclosed."""
 
-    def __init__(self, line: str, st: _ShellState) -> None:
+    def __init__(self, line: str, st: _ShellState, *, split: bool = False) -> None:
         self.line = line
         self.st = st
+        self.split = split  # field splitting of unquoted expansions (a command line; not an assignment)
         self._brackets: dict[str, dict[int, int]] = {}
 
     def close(self, i: int, open_: str, hi: int) -> int:
@@ -218,8 +212,11 @@ class _Expander:
             piece = value
         elif in_double:
             piece = re.sub(r'(["\\$`])', r"\\\1", value)
-        else:
+        elif not self.split:  # the value of an assignment: never split
             piece = shlex.quote(value) if value else "''"
+        else:  # unquoted in a command: bash splits the value into words at blanks (IFS), each kept as it is
+            piece = " ".join(shlex.quote(w) for w in value.split())
+            piece = (" " if value[:1].isspace() else "") + piece + (" " if value[-1:].isspace() and piece else "")
         self.st.budget.grow(len(piece))
         out.append(piece)
 
@@ -281,7 +278,7 @@ class _Expander:
         """``${...}`` contents: a shell parameter (expanded) or None when it is a Hydra interpolation."""
         m = _PARAM.fullmatch(self.line, lo, hi)
         if not m:
-            return None
+            return self._substitute(lo, hi, depth)
         name, op = m.group(1), m.group(2)
         env = self.st.env
         if op is None:
@@ -298,18 +295,35 @@ class _Expander:
             return self.expand(m.start(3), hi, depth=depth + 1) if have else ""
         return _lookup(name, self.st)  # ${VAR:?msg}
 
+    def _substitute(self, lo: int, hi: int, depth: int) -> str | None:
+        """``${VAR//pattern/word}`` (every match) or ``${VAR/pattern/word}`` (the first) with a literal pattern;
+        None when the ``${...}`` is not one (a Hydra interpolation). A glob pattern is not resolved."""
+        m = _SUBST.fullmatch(self.line, lo, hi)
+        if not m:
+            return None
+        name, op, pattern = m.group(1), m.group(2), m.group(3)
+        if not pattern or any(c in pattern for c in "*?[\\$"):
+            raise _Unresolved(f"${{{name}{op}{pattern}/...}}: a glob pattern is not resolved")
+        value = _lookup(name, self.st)
+        word = self.expand(m.start(4), hi, depth=depth + 1)
+        out = value.replace(pattern, word) if op == "//" else value.replace(pattern, word, 1)
+        if len(out) > MAX_VARIABLE_BYTES:
+            raise self.st.budget.refuse(f"${{{name}{op}...}} would hold more than {size_text(MAX_VARIABLE_BYTES)}")
+        return out
+
+
+_ASSIGNMENT_LINE = re.compile(r"\s*(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)*)?[A-Za-z_]\w*=")
+
 
 def _expand(text: str, st: _ShellState, *, quote: bool = False) -> str:
-    """Shell expansion of one logical line (quote-aware). Unresolvable parts become a sentinel."""
-    return _Expander(text, st).expand(0, len(text), quote=quote)
+    """Shell expansion of one logical line (quote-aware). Unresolvable parts become a sentinel. With
+    ``quote``, an unquoted expansion on a command line is split into words (``python3 -m ... $ACTOR_CONFIG``),
+    the value of an assignment is not (bash splits neither ``A=$B`` nor ``export A=$B``)."""
+    split = quote and not _ASSIGNMENT_LINE.match(text)
+    return _Expander(text, st, split=split).expand(0, len(text), quote=quote)
 
 
 # ----------------------------------------------------------------------------- the script
-
-
-def _logical_lines(text: str) -> list[str]:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return re.sub(r"\\\n", " ", text).split("\n")
 
 
 _RLPLAN_LINE = re.compile(r"^\s*#\s*rlplan:\s*([A-Za-z_][\w.]*)\s*=\s*(.*?)\s*$")

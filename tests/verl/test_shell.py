@@ -123,3 +123,59 @@ def test_tokenize_overrides_compat():
         "  --config-path=x  CUDA_VISIBLE_DEVICES=0\n"
     )
     assert toks == ["actor_rollout_ref.rollout.n=4", "trainer.nnodes=2"]
+
+
+# verl's examples/gspo_trainer/run_qwen30b_gspo.sh and examples/sapo_trainer/run_qwen30b_sapo.sh (verl main,
+# commit b178a3cd5) collect overrides in a double-quoted variable spanning several lines and pass it unquoted to
+# main_ppo. bash joins the quoted lines and splits the unquoted expansion into words; before, the import read the
+# closing quote into the last value ('30720"') and refused the script (exit 2). The lines below have that shape.
+GROUPED = """\
+MAX_TOKENS=$(((2048 + 8192) * 3))
+USP=4
+ACTOR="
+    actor_rollout_ref.actor.ppo_mini_batch_size=32 \\
+    actor_rollout_ref.actor.ulysses_sequence_parallel_size=$USP
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$MAX_TOKENS"
+CRITIC="${ACTOR//actor_rollout_ref.actor/critic}"
+python3 -m verl.trainer.main_ppo $ACTOR $CRITIC actor_rollout_ref.rollout.n=4
+"""
+
+
+def test_multiline_quoted_group_is_split_into_overrides():
+    natives, notes = V.import_verl_text(GROUPED)
+    assert natives["actor.ppo_max_token_len_per_gpu"] == 30720  # (2048 + 8192) * 3, no trailing quote
+    assert natives["actor.ulysses_sequence_parallel_size"] == 4
+    assert natives["actor.ppo_mini_batch_size"] == 32 and natives["rollout.n"] == 4
+    assert natives["critic.ppo_max_token_len_per_gpu"] == 30720  # ${ACTOR//actor_rollout_ref.actor/critic}
+    assert not any("unresolved" in n or "cannot resolve" in n for n in notes)
+
+
+def test_unquoted_expansion_splits_on_a_command_line_not_in_an_assignment():
+    p = V.shell._parse_script('B="x y"\nA=$B\nexport C=$B\npython3 -m verl.trainer.main_ppo a.b=$A a.c="$C"\n')
+    assert p.overrides == {"a.b": "x", "a.c": "x y"}  # bash: a.b=x then a word "y"; the quoted one stays whole
+
+
+def test_quote_never_closed_keeps_lines_apart():
+    assert V.shellwords._logical_lines("A=\"open\nB=2\n# it's a comment\nC=3") == [
+        'A="open',
+        "B=2",
+        "# it's a comment",
+        "C=3",
+    ]
+    assert V.shellwords._logical_lines('A="x # not a comment\ny" # it\'s\nB=1') == [
+        'A="x # not a comment\ny" # it\'s',
+        "B=1",
+    ]
+
+
+# verl main (b178a3cd5) examples/grpo_trainer/run_qwen2_5_vl-7b.sh and 11 others: ENGINE=${1:-vllm}, and
+# run_qwen2-7b_math_trtllm.sh: rollout TP ${1:-4}. Read as run without arguments, the default applies; before, the
+# ${1:-...} was taken for a Hydra interpolation and the rollout engine / TP was ignored.
+def test_positional_parameter_default_applies():
+    natives, notes = V.import_verl_text(
+        "ENGINE=${1:-sglang}\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=$ENGINE "
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=${1:-2} actor_rollout_ref.rollout.n=$2\n"
+    )
+    assert natives["rollout.name"] == "sglang" and natives["rollout.tensor_model_parallel_size"] == 2
+    assert "rollout.n" not in natives
+    assert "verl override actor_rollout_ref.rollout.n: value has an unresolved shell variable ($2); ignored" in notes

@@ -29,8 +29,6 @@ from typing import Any
 
 from calculator.errors import InputError
 from calculator.inputs.limits import (
-    MAX_EXPANDED_BYTES,
-    MAX_EXPANSION_STEPS,
     MAX_OVERRIDE_KEYS,
     MAX_SHELL_DEPTH,
     MAX_VARIABLE_BYTES,
@@ -39,76 +37,14 @@ from calculator.inputs.readers import size_text
 from calculator.verl.arith import ArithUnresolved, evaluate
 from calculator.verl.keys import IGNORED_PREFIXES
 from calculator.verl.placement_keys import ENTRY_KEY, ENTRY_MODULES
-from calculator.verl.shellwords import _logical_lines, _pairs, split_words
+from calculator.verl.shellstate import _SENTINEL_RE, SCRIPT, _Budget, _lookup, _ShellState, _Unresolved
+from calculator.verl.shellwords import _logical_lines, _pairs, remove_quotes, split_words
 
-SCRIPT = "verl launch script"  # how refusals name the input
-MAX_REASON_CHARS = 200  # an unresolved construct is quoted this long in the import notes (display only)
-
-
-class _Unresolved(Exception):
-    pass
-
-
-_SENTINEL_RE = re.compile("\x00U(\\d+)\x00")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[1-9])(?:(:?[-=+?])(.*))?", re.S)
 _SUBST = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(//?)([^/]*)/(.*)", re.S)  # ${VAR//pattern/word}
 _PLAIN = re.compile(r"[^'\"\\`$]+")  # characters the expander copies as they are
 _ASSIGN_PREFIXES = ("export", "local", "readonly", "declare", "typeset")
-
-
-@dataclass
-class _Budget:
-    """The work one script may cause; over a bound the script is refused (an InputError naming the line)."""
-
-    steps: int = 0
-    expanded_bytes: int = 0
-    lineno: int = 0
-
-    def refuse(self, why: str) -> InputError:
-        return InputError(f"{SCRIPT}: refused at line {self.lineno}: {why}")
-
-    def step(self) -> None:
-        self.steps += 1
-        if self.steps > MAX_EXPANSION_STEPS:
-            raise self.refuse(f"more than {MAX_EXPANSION_STEPS:,} shell expansions")
-
-    def grow(self, n: int) -> None:
-        self.expanded_bytes += n
-        if self.expanded_bytes > MAX_EXPANDED_BYTES:
-            raise self.refuse(f"shell expansion would produce more than {size_text(MAX_EXPANDED_BYTES)}")
-
-
-@dataclass
-class _ShellState:
-    env: dict[str, str | None] = field(default_factory=dict)  # None = assigned but not resolvable
-    why: dict[str, str] = field(default_factory=dict)  # variable -> what made it unresolvable
-    unresolved: list[str] = field(default_factory=list)
-    budget: _Budget = field(default_factory=_Budget)
-
-    def mark(self, what: str) -> str:
-        """A placeholder for an unresolvable part of a word; ``reasons`` recovers ``what``."""
-        if len(what) > MAX_REASON_CHARS:
-            what = what[: MAX_REASON_CHARS - 1] + "…"
-        self.unresolved.append(what)
-        return f"\x00U{len(self.unresolved) - 1}\x00"
-
-    def reasons(self, word: str) -> list[str]:
-        return [self.unresolved[int(i)] for i in _SENTINEL_RE.findall(word)]
-
-    def set_raw(self, name: str, value: str) -> None:
-        """``${VAR:=word}``: the value as expanded (unresolved parts stay sentinels inside it)."""
-        if len(value) > MAX_VARIABLE_BYTES:
-            raise self.budget.refuse(f"shell variable {name} would hold more than {size_text(MAX_VARIABLE_BYTES)}")
-        self.env[name] = value
-
-    def assign(self, name: str, value: str) -> None:
-        """``NAME=value``: a value with an unresolved part makes the variable unresolvable (and says why)."""
-        self.set_raw(name, value)
-        lost = self.reasons(value)
-        self.env[name] = None if lost else value
-        if lost:
-            self.why[name] = "; ".join(dict.fromkeys(r.split(" <- ")[-1] for r in lost))
 
 
 def _arith(expr: str, st: _ShellState) -> str:
@@ -117,16 +53,6 @@ def _arith(expr: str, st: _ShellState) -> str:
         return evaluate(expr, lambda name: _lookup(name, st))
     except ArithUnresolved as exc:
         raise _Unresolved(str(exc)) from None
-
-
-def _lookup(name: str, st: _ShellState) -> str:
-    if name in st.env:
-        if st.env[name] is not None:
-            return st.env[name]  # type: ignore[return-value]
-        raise _Unresolved(f"${name} <- {st.why.get(name, 'an unresolved value')}")
-    if name.isdigit():  # ${1:-vllm}: the script is read as run without arguments, so the default applies
-        raise _Unresolved(f"${name}: a positional argument (the script is read as run without arguments)")
-    raise _Unresolved(f"${name}: not set in the script")
 
 
 # ----------------------------------------------------------------------------- expansion of one line
@@ -241,7 +167,7 @@ class _Expander:
             m = _NAME.match(line, i + 1, hi)
             if m:
                 self.st.budget.step()
-                self._emit(_lookup(m.group(0), self.st), out, in_double, quote)
+                self._emit(self.st.value(m.group(0)), out, in_double, quote)
                 return m.end()
             if line[i + 1] in "@*#?$!0123456789-":
                 out.append(self._mark(line[i : i + 2]))
@@ -282,17 +208,17 @@ class _Expander:
         name, op = m.group(1), m.group(2)
         env = self.st.env
         if op is None:
-            return _lookup(name, self.st)
+            return self.st.value(name)
         have = name in env and env[name] is not None and (env[name] != "" or not op.startswith(":"))
         if op[-1] in "-=":
             if have:
                 return env[name]
-            value = self.expand(m.start(3), hi, depth=depth + 1)
+            value = remove_quotes(self.expand(m.start(3), hi, depth=depth + 1))
             if op.endswith("="):
                 self.st.set_raw(name, value)
             return value
         if op.endswith("+"):
-            return self.expand(m.start(3), hi, depth=depth + 1) if have else ""
+            return remove_quotes(self.expand(m.start(3), hi, depth=depth + 1)) if have else ""
         return _lookup(name, self.st)  # ${VAR:?msg}
 
     def _substitute(self, lo: int, hi: int, depth: int) -> str | None:
@@ -305,7 +231,7 @@ class _Expander:
         if not pattern or any(c in pattern for c in "*?[\\$"):
             raise _Unresolved(f"${{{name}{op}{pattern}/...}}: a glob pattern is not resolved")
         value = _lookup(name, self.st)
-        word = self.expand(m.start(4), hi, depth=depth + 1)
+        word = remove_quotes(self.expand(m.start(4), hi, depth=depth + 1))
         out = value.replace(pattern, word) if op == "//" else value.replace(pattern, word, 1)
         if len(out) > MAX_VARIABLE_BYTES:
             raise self.st.budget.refuse(f"${{{name}{op}...}} would hold more than {size_text(MAX_VARIABLE_BYTES)}")
@@ -387,6 +313,8 @@ def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
         if not _is_override_key(key):
             continue
         lost = st.reasons(w)
+        if lost and _model_path_tail(key, value, st, p):
+            continue
         if lost:
             bare = key.lstrip("+~")
             if not any(bare.startswith(prefix) for prefix in IGNORED_PREFIXES):  # not modelled anyway
@@ -397,6 +325,27 @@ def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
             p.notes.append(f"verl override {key}: deleting a key is not modelled; ignored")
             continue
         _add_override(p, key, value, st)
+
+
+_MODEL_PATH_KEYS = frozenset(
+    ("actor_rollout_ref.model.path", "critic.model.path", "reward_model.model.path", "reward.reward_model.model_path")
+)
+
+
+def _model_path_tail(key: str, value: str, st: _ShellState, p: _Parsed) -> bool:
+    """A model path whose directory is unresolved (``$HOME/models/Qwen3-8B``) but whose last component is
+    literal: read the model from that component (with a note). False when the name itself is unresolved."""
+    bare = key.lstrip("+")
+    tail = _SENTINEL_RE.split(value)[-1].rstrip("/")
+    if bare not in _MODEL_PATH_KEYS or "/" not in tail or not tail.rsplit("/", 1)[1]:
+        return False
+    names = "; ".join(dict.fromkeys(st.reasons(value)))
+    p.notes.append(
+        f"verl override {bare}: the directory has an unresolved shell variable ({names}); the model is read from "
+        f"the path's last component {tail.rsplit('/', 1)[1]!r}"
+    )
+    _add_override(p, key, tail, st)
+    return True
 
 
 def _words_of(line: str, st: _ShellState) -> list[str]:

@@ -138,3 +138,18 @@ def _logical_lines(text: str) -> list[str]:
             out.append("\n".join(pending))
             pending = []
     return out + pending
+
+
+_QUOTE_PART = re.compile(r"""'(?P<sq>[^']*)'?|"(?P<dq>(?:[^"\\]|\\.)*)"?|\\(?P<esc>.)|(?P<plain>[^'"\\]+|\\$)""", re.S)
+
+
+def remove_quotes(s: str) -> str:
+    """Bash's quote removal on one word that is not split (the ``word`` of ``${VAR:-word}``): quotes go,
+    what they enclose stays, a backslash keeps the character it escapes. ``"${HOME}/m"`` -> ``${HOME}/m``."""
+    parts: list[str] = []
+    for m in _QUOTE_PART.finditer(s):
+        if m.group("dq") is not None:
+            parts.append(re.sub(r'\\(["\\$`])', r"\1", m.group("dq")))
+        else:
+            parts.append(next(g for g in (m.group("sq"), m.group("esc"), m.group("plain")) if g is not None))
+    return "".join(parts)

@@ -179,3 +179,44 @@ def test_positional_parameter_default_applies():
     assert natives["rollout.name"] == "sglang" and natives["rollout.tensor_model_parallel_size"] == 2
     assert "rollout.n" not in natives
     assert "verl override actor_rollout_ref.rollout.n: value has an unresolved shell variable ($2); ignored" in notes
+
+
+# verl main (b178a3cd5): examples/grpo_trainer/run_qwen3-235b_megatron_96gb.sh, run_qwen3-8b_npu.sh and 8 others set
+# MODEL_PATH=${MODEL_PATH:-"${RAY_DATA_HOME}/models/<name>"} (or $HOME/models/<name>) with RAY_DATA_HOME / HOME not
+# set in the script. Before, the quotes of the default word stayed in the value and the whole path was dropped: the
+# model fell back to the base scenario's (Qwen2.5-7B for a 235B MoE run). The name is literal: it is read, with a note.
+def test_default_word_loses_its_quotes():
+    p = V.shell._parse_script(
+        'A=${A:-"Qwen/Qwen3-8B"}\nB=${B:-\'x y\'}\npython3 -m verl.trainer.main_ppo a.a=$A a.b="${B}" a.c=${C:-"q"}\n'
+    )
+    assert p.overrides == {"a.a": "Qwen/Qwen3-8B", "a.b": "x y", "a.c": "q"}
+
+
+def test_model_path_under_an_unset_directory_is_read_from_its_name():
+    natives, notes = V.import_verl_text(
+        'MODEL_PATH=${MODEL_PATH:-"${RAY_DATA_HOME}/models/Qwen3-235B-A22B"}\n'
+        'python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path="${MODEL_PATH}" '
+        "reward_model.model.path=$HOME/$RM data.train_files=$RAY_DATA_HOME/x.parquet\n"
+    )
+    assert natives["model.path"] == "qwen3-235b-a22b"
+    assert (
+        "verl override actor_rollout_ref.model.path: the directory has an unresolved shell variable ($MODEL_PATH <- "
+        "$RAY_DATA_HOME: not set in the script); the model is read from the path's last component 'Qwen3-235B-A22B'"
+    ) in notes
+    assert "reward_model.model_path" not in natives  # no name after the unresolved part: nothing to read
+    assert (
+        "verl override reward_model.model.path: value has an unresolved shell variable ($HOME: not set in the script; $RM: not set in the script); ignored"
+        in notes
+    )
+
+
+# examples/gspo_trainer/run_qwen30b_gspo.sh (b178a3cd5): a group of overrides in one variable, one of whose values
+# ($HDFS_ROOT/model/...) is unresolved. bash would pass the others; before, the whole group was dropped.
+def test_group_with_one_unresolved_value_keeps_the_others():
+    natives, notes = V.import_verl_text(
+        'GROUP="actor_rollout_ref.actor.optim.lr=2e-6 actor_rollout_ref.model.path=$ROOT/m/Qwen3-8B '
+        'actor_rollout_ref.actor.ppo_mini_batch_size=16 data.val_files=$ROOT/v"\n'
+        "python3 -m verl.trainer.main_ppo $GROUP\n"
+    )
+    assert natives["actor.ppo_mini_batch_size"] == 16 and natives["model.path"] == "qwen3-8b"
+    assert not any("ppo_mini_batch_size" in n for n in notes)

@@ -37,6 +37,7 @@ from calculator.inputs.readers import size_text
 from calculator.verl.arith import ArithUnresolved, evaluate
 from calculator.verl.keys import IGNORED_PREFIXES
 from calculator.verl.placement_keys import ENTRY_KEY, ENTRY_MODULES
+from calculator.verl.shellcond import Branches, evaluate_test
 from calculator.verl.shellstate import _SENTINEL_RE, SCRIPT, _Budget, _lookup, _ShellState, _Unresolved
 from calculator.verl.shellwords import _logical_lines, _pairs, remove_quotes, split_words
 
@@ -359,6 +360,7 @@ def _words_of(line: str, st: _ShellState) -> list[str]:
 def _parse_script(text: str) -> _Parsed:
     st = _ShellState()
     p = _Parsed()
+    branches = Branches()
     if "\x00" in text:
         raise InputError(f"{SCRIPT}: refused: contains a NUL byte (binary data, not a script)")
     for lineno, raw_line in enumerate(_logical_lines(text), 1):
@@ -372,6 +374,8 @@ def _parse_script(text: str) -> _Parsed:
             continue
         if line.startswith("#"):
             continue
+        if branches.line(line, lambda cond: evaluate_test(_words_of(cond, st))) or not branches.active:
+            continue
         words = _words_of(line, st)
         if not words:
             continue
@@ -380,6 +384,7 @@ def _parse_script(text: str) -> _Parsed:
             _assign_words(assignments, st, p)
         else:
             _command_words(words, st, p)
+    p.notes += branches.notes
     return p
 
 

@@ -123,15 +123,26 @@ def _open_quote(line: str, quote: str) -> str:
         quote = "" if quote else tok
 
 
+_HEREDOC = re.compile(r"""(?<!<)<<-?\s*(['"]?)([A-Za-z_]\w*)\1(?!\S)""")  # `cat > f.py << EOF` (not <<<)
+
+
 def _logical_lines(text: str) -> list[str]:
     """Lines as bash reads them: backslash-newline joins, and a quoted string spanning lines (``A="\n k=v\n"``)
     is one line with its newlines kept (word splitting turns them into blanks). A quote never closed keeps
-    its lines apart, as they were."""
+    its lines apart, as they were. The body of a here-document (``cat > get_model.py << EOF`` ... ``EOF``) is left
+    out: its lines are a file's text, not commands."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     out: list[str] = []
     pending: list[str] = []
     quote = ""
+    heredoc: str | None = None  # the delimiter of the here-document being skipped
     for line in re.sub(r"\\\n", " ", text).split("\n"):
+        if heredoc is not None:  # a here-document's body is data for a command (a Python file), not script
+            heredoc = None if line.strip() == heredoc else heredoc
+            continue
+        m = _HEREDOC.search(line) if not quote else None
+        if m:
+            heredoc = m.group(2)
         quote = _open_quote(line, quote)
         pending.append(line)
         if not quote:

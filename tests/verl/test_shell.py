@@ -220,3 +220,13 @@ def test_group_with_one_unresolved_value_keeps_the_others():
     )
     assert natives["actor.ppo_mini_batch_size"] == 16 and natives["model.path"] == "qwen3-8b"
     assert not any("ppo_mini_batch_size" in n for n in notes)
+
+
+# verl main (b178a3cd5) examples/grpo_trainer/run_gptoss_20b.sh writes a Python file with `cat > get_model.py << EOF`;
+# its lines (torch_dtype=torch.bfloat16, ...) were read as shell assignments and commands.
+def test_here_document_body_is_not_read():
+    p = V.shell._parse_script(
+        'cat > get_model.py << EOF\nx = dict(\n    a.b=1,\n    it\'s="\n)\nEOF\nA=2\nread -ra X <<<"$h"\n'
+        "python3 -m verl.trainer.main_ppo a.c=$A\n"
+    )
+    assert p.overrides == {"a.c": "2"}

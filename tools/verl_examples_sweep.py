@@ -12,7 +12,8 @@ table lists them as skipped.
 
 The GPU type: ``--gpu`` when given, else the one the script's file name names (verl's ``examples/tuning`` scripts
 are named ``<model>_<algo>_<N>_<gpu>_...``; ``_npu`` scripts run on Ascend, ``80gb`` / ``96gb`` scripts on H100 /
-H20), else the calculator's default (H100 80 GB). Nothing of the scripts is executed: the calculator only reads them.
+H20), else one a comment in its first 20 lines names (``# run on 8xH20``, ``# tested in ... H20``), else the
+calculator's default (H100 80 GB). The GPU count is the script's (``trainer.n_gpus_per_node`` x ``trainer.nnodes``). Nothing of the scripts is executed: the calculator only reads them.
 """
 
 from __future__ import annotations
@@ -69,13 +70,18 @@ class Row:
     warning_texts: list[str] = field(default_factory=list)
 
 
-def gpu_for(path: Path) -> str | None:
-    """The GPU preset the file name names, or None."""
+# "# run on 8xH20", "# tested in NNODES=1~4 * 96G H20 GPU": a GPU named in a comment of the script's first lines.
+_COMMENT_GPU = re.compile(r"^#.*\b(?:run on|tested (?:on|in))\b.*?(?:\b|\dx)(h100|h800|h200|h20|a100)\b", re.I | re.M)
+
+
+def gpu_for(path: Path, text: str = "") -> str | None:
+    """The GPU preset the file name names, else one a leading comment of ``text`` names, or None."""
     tokens = re.split(r"[_\-.]", path.name.lower())
     for token, gpu in GPU_TOKENS:
         if token in tokens:
             return gpu
-    return None
+    m = _COMMENT_GPU.search("\n".join(text.splitlines()[:20]))
+    return dict(GPU_TOKENS).get(m.group(1).lower()) if m else None
 
 
 def count_kinds(texts: list[str]) -> dict[str, int]:
@@ -162,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(json.dumps(asdict(row)) if args.json else _fmt(row), flush=True)
     for path in run:
-        rows.append(run_one(path, path.relative_to(args.dir).as_posix(), args.gpu or gpu_for(path), args.timeout))
+        gpu = args.gpu or gpu_for(path, path.read_text(errors="replace"))
+        rows.append(run_one(path, path.relative_to(args.dir).as_posix(), gpu, args.timeout))
         print(json.dumps(asdict(rows[-1])) if args.json else _fmt(rows[-1]), flush=True)
     bad = [r for r in rows if r.exit_code not in (0, 2, "skipped") or r.error.startswith("traceback")]
     summary = Counter(str(r.exit_code) for r in rows)

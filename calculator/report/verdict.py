@@ -83,6 +83,21 @@ def _state_fix(plan: TrainerPlan, kind: str, phase: str) -> str:
     return f"use {more}"
 
 
+def _megatron_activation_fix(plan: TrainerPlan) -> str:
+    """A Megatron role's activations: its own levers (Megatron-core activation recompute, TP / CP split the tokens),
+    not FSDP's gradient checkpointing and Ulysses SP, which verl's Megatron config does not have."""
+    section = _SECTIONS[str(plan.role)][1]
+    recompute = (
+        f"activation recompute ({section}.recompute_granularity=full, recompute_method=uniform), "
+        if plan.megatron.recompute_granularity != "full"
+        else ""
+    )
+    return (
+        "use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), "
+        f"{recompute}or more tensor / context parallelism ({section}.tensor_model_parallel_size, context_parallel_size)"
+    )
+
+
 def _gib(b: float) -> str:
     return f"{b / GIB_BYTES:.2f} GiB"
 
@@ -97,6 +112,8 @@ def memory_fix(phase: PhaseMemory, r: Resolved | None = None) -> str:
     plan = {"actor": r.actor, "critic": r.critic}.get(role) if r is not None else None
     if plan is not None and kind in ("params", "grads", "optimizer"):
         return _state_fix(plan, kind, str(phase.name))
+    if plan is not None and kind == "activations" and plan.is_megatron:
+        return _megatron_activation_fix(plan)
     for names, fix in _FIX_BY_COMPONENT:
         if top.endswith(names):
             return fix

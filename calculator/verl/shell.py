@@ -293,10 +293,22 @@ def _assign_words(assignments: list[str], st: _ShellState, p: _Parsed) -> None:
 
 
 def _config_name(words: list[str], i: int, p: _Parsed, st: _ShellState) -> None:
+    """``--config-name``: verl's ``ppo_megatron_trainer`` selects Megatron. A config of the user's own (verl's
+    examples/sglang_multiturn/config/gsm8k_multiturn_megatron_grpo.yaml: ``defaults: [ppo_megatron_trainer]``) is
+    not read: a note says so, and a name with "megatron" in it is read as Megatron."""
     w = words[i]
     cfg = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
-    if cfg.endswith("ppo_megatron_trainer") or cfg.endswith("ppo_megatron_trainer.yaml"):
+    name = cfg.rsplit("/", 1)[-1].removesuffix(".yaml")
+    if name == "ppo_megatron_trainer":
         _add_override(p, "model_engine", "megatron", st)
+    elif name and name != "ppo_trainer" and not st.reasons(name):
+        megatron = "megatron" in name.lower()
+        if megatron:
+            _add_override(p, "model_engine", "megatron", st)
+        p.notes.append(
+            f"--config-name={name}: a config of the script's own, not read (its defaults and settings are not "
+            f"known here; only the command line's overrides are){'; read as Megatron from its name' if megatron else ''}"
+        )
 
 
 def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:

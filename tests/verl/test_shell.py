@@ -230,3 +230,22 @@ def test_here_document_body_is_not_read():
         "python3 -m verl.trainer.main_ppo a.c=$A\n"
     )
     assert p.overrides == {"a.c": "2"}
+
+
+# verl main (b178a3cd5) examples/sglang_multiturn/run_qwen2.5-3b_megatron_gsm8k_multiturn.sh runs
+# --config-name='gsm8k_multiturn_megatron_grpo' (its config's defaults: ppo_megatron_trainer) with megatron.* keys.
+# Before, only the name ppo_megatron_trainer selected Megatron: the run was estimated as FSDP and its TP / PP / CP
+# keys reported as "verl would reject it".
+def test_custom_config_name_is_noted_and_a_megatron_one_selects_megatron():
+    natives, notes = V.import_verl_text(
+        "python3 -m verl.trainer.main_ppo --config-path=config --config-name='gsm8k_multiturn_megatron_grpo' "
+        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2\n"
+    )
+    assert natives["actor.strategy"] == "megatron" and natives["actor.megatron.tensor_model_parallel_size"] == 2
+    assert any(n.startswith("--config-name=gsm8k_multiturn_megatron_grpo: a config of the script's own") for n in notes)
+    natives, notes = V.import_verl_text("python3 -m verl.trainer.main_ppo --config-name=search_multiturn_grpo a.b=1\n")
+    assert "actor.strategy" not in natives and any(
+        "search_multiturn_grpo: a config of the script's own" in n for n in notes
+    )
+    _, notes = V.import_verl_text("python3 -m verl.trainer.main_ppo --config-name='ppo_trainer.yaml' a.b=1\n")
+    assert not any("config-name" in n for n in notes)

@@ -44,6 +44,10 @@ _FIX_BY_COMPONENT: tuple[tuple[tuple[str, ...], str], ...] = (
         "gradient checkpointing or Ulysses sequence parallelism",
     ),
     (("_logits", "_entropy"), "set model.use_fused_kernels=true or use smaller micro-batches"),
+    (  # the reward model's own vLLM engine (before "kv_cache", which its name also ends with)
+        ("reward_kv_cache", "reward_params", "reward_activations"),
+        "lower reward_model.rollout.gpu_memory_utilization or raise reward_model.rollout.tensor_model_parallel_size",
+    ),
     (
         ("rollout_weights", "kv_cache", "rollout_activations", "rollout_non_torch", "cuda_graphs"),
         "lower rollout.gpu_memory_utilization or raise rollout.tensor_model_parallel_size",

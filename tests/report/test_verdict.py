@@ -10,6 +10,7 @@ from calculator import Scenario, estimate, load_scenario
 from calculator.inputs.presets import scenario_presets
 from calculator.memory import phases as memory
 from calculator.report.estimate import build_context
+from calculator.report.models import Component, PhaseMemory
 from calculator.report.verdict import _megatron_activation_fix, memory_fix
 from calculator.resolve.resolved import resolve
 from tests.support.strategies import scenario_dicts
@@ -100,6 +101,17 @@ def test_megatron_activation_fix_names_megatron_levers():
     s = load_scenario(BASE, overrides={**overrides, **recompute, "actor.megatron.recompute_num_layers": 1})
     fix = _megatron_activation_fix(resolve(s).actor)
     assert "activation recompute" not in fix and "actor.megatron.tensor_model_parallel_size" in fix  # already on
+
+
+def test_reward_engine_fix_names_the_reward_model_keys():
+    """The reward model's vLLM engine over the limit gets reward_model.rollout.* (before: actor_rollout_ref's
+    rollout.gpu_memory_utilization, because "reward_kv_cache" also ends with "kv_cache"). Found by the sweep on
+    verl's examples/ppo_trainer/run_qwen2-7b_rm_seq_balance.sh (verl main b178a3cd5)."""
+    kv = Component("reward_kv_cache", "reward", 2 * 2**30, "x", process="reward")
+    phase = PhaseMemory(name="reward", components=(kv, Component("reward_params", "reward", 1, "x", process="reward")))
+    assert memory_fix(phase) == (
+        "lower reward_model.rollout.gpu_memory_utilization or raise reward_model.rollout.tensor_model_parallel_size"
+    )
 
 
 def test_a_verl_error_check_is_a_reason():

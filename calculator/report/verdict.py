@@ -44,6 +44,10 @@ _FIX_BY_COMPONENT: tuple[tuple[tuple[str, ...], str], ...] = (
         "gradient checkpointing or Ulysses sequence parallelism",
     ),
     (("_logits", "_entropy"), "set model.use_fused_kernels=true or use smaller micro-batches"),
+    (  # the reward model's own vLLM engine (before "kv_cache", which its name also ends with)
+        ("reward_kv_cache", "reward_params", "reward_activations"),
+        "lower reward_model.rollout.gpu_memory_utilization or raise reward_model.rollout.tensor_model_parallel_size",
+    ),
     (
         ("rollout_weights", "kv_cache", "rollout_activations", "rollout_non_torch", "cuda_graphs"),
         "lower rollout.gpu_memory_utilization or raise rollout.tensor_model_parallel_size",
@@ -83,6 +87,21 @@ def _state_fix(plan: TrainerPlan, kind: str, phase: str) -> str:
     return f"use {more}"
 
 
+def _megatron_activation_fix(plan: TrainerPlan) -> str:
+    """A Megatron role's activations: its own levers (Megatron-core activation recompute, TP / CP split the tokens),
+    not FSDP's gradient checkpointing and Ulysses SP, which verl's Megatron config does not have."""
+    section = _SECTIONS[str(plan.role)][1]
+    recompute = (
+        f"activation recompute ({section}.recompute_granularity=full, recompute_method=uniform), "
+        if plan.megatron.recompute_granularity != "full"
+        else ""
+    )
+    return (
+        "use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), "
+        f"{recompute}or more tensor / context parallelism ({section}.tensor_model_parallel_size, context_parallel_size)"
+    )
+
+
 def _gib(b: float) -> str:
     return f"{b / GIB_BYTES:.2f} GiB"
 
@@ -97,6 +116,8 @@ def memory_fix(phase: PhaseMemory, r: Resolved | None = None) -> str:
     plan = {"actor": r.actor, "critic": r.critic}.get(role) if r is not None else None
     if plan is not None and kind in ("params", "grads", "optimizer"):
         return _state_fix(plan, kind, str(phase.name))
+    if plan is not None and kind == "activations" and plan.is_megatron:
+        return _megatron_activation_fix(plan)
     for names, fix in _FIX_BY_COMPONENT:
         if top.endswith(names):
             return fix

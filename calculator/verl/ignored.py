@@ -227,10 +227,11 @@ IRRELEVANT: dict[str, str] = {
             "reward_model.reward_loop_",
             "reward_model.reward_kwargs.",
             "reward.reward_kwargs.",
-            "reward_model.use_reward_loop",
             "reward_model.model.external_lib",
             "reward_model.model.trust_remote_code",
             "sandbox_fusion.",
+            "reward_model.sandbox_fusion.",
+            "data.sampler.",
             "reward.sandbox_fusion",
             "reward.reward_model.rollout.name",
             "reward.reward_model.rollout._target_",
@@ -247,6 +248,29 @@ IRRELEVANT: dict[str, str] = {
 }
 
 NOT_MODELLED: dict[str, str] = {
+    # verl's legacy FSDP reward-model worker (verl <= 0.7 main_ppo with reward_model.use_reward_loop=False; 0.9.1's
+    # reward_model section has none of these keys): rlplan models the reward loop's vLLM engine instead.
+    "reward_model.use_reward_loop": "False runs verl's legacy FSDP reward worker (a forward pass of the reward model "
+    "with its own FSDP state and micro-batch) instead of the reward loop's vLLM engine rlplan models "
+    "(reward_kv_cache, reward phase)",
+    **dict.fromkeys(
+        (
+            "reward_model.micro_batch_size_per_gpu",
+            "reward_model.micro_batch_size",
+            "reward_model.max_length",
+            "reward_model.use_dynamic_bsz",
+            "reward_model.forward_max_token_len_per_gpu",
+            "reward_model.ulysses_sequence_parallel_size",
+            "reward_model.strategy",
+            "reward_model.model.fsdp_config.",
+            "reward_model.model.use_remove_padding",
+            "reward_model.model.input_tokenizer",
+        ),
+        "a setting of verl's legacy FSDP reward-model worker (its micro-batch, offload, padding): that worker's "
+        "memory and time; rlplan models the reward loop's vLLM engine",
+    ),
+    f"{_A}.router_replay.": "MoE router replay (the rollout's expert routing recorded and replayed in training): "
+    "the routing record's bytes and its transfer time",
     f"{_R}.mode": "sync (SPMD in the trainer process) vs async server: rlplan uses the verl_version's default mode",
     f"{_R}.enable_prefix_caching": "vLLM prefix cache: shares prompt KV between the n samples (more concurrency)",
     f"{_R}.agent": "agent loop / tool calls: longer, multi-turn generation time",

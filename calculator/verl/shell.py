@@ -2,8 +2,11 @@
 
 A verl launch is a bash script ending in ``python3 -m verl.trainer.main_ppo key=value ...``. Shell
 variables are resolved from assignments in the same script (``VAR=v``, ``export VAR=v``,
-``${VAR:-default}`` and the other ``${VAR<op>word}`` forms, integer ``$(( ... ))`` evaluated over a
-whitelist of ``ast`` nodes, never ``eval``). Command substitutions, backticks, special parameters and
+``${VAR:-default}`` and the other ``${VAR<op>word}`` forms, ``${VAR//pattern/word}`` with a literal pattern,
+integer ``$(( ... ))`` evaluated over a whitelist of ``ast`` nodes, never ``eval``). The script is read as run
+without arguments: ``${1:-vllm}`` is its default, a bare ``$1`` is unresolved. As bash does, a quoted string
+spanning lines is one line, and an unquoted expansion on a command line is split into words
+(``python3 -m ... $ACTOR_CONFIG``). Command substitutions, backticks, special parameters and
 variables the script does not set cannot be resolved: they become sentinels, and the overrides that use
 them are reported and ignored. Nothing is ever executed. A ``${...}`` that is not a shell parameter is a
 Hydra interpolation and is kept for :mod:`calculator.verl.interpolate`. ``# rlplan: key=<json>`` comment
@@ -26,8 +29,6 @@ from typing import Any
 
 from calculator.errors import InputError
 from calculator.inputs.limits import (
-    MAX_EXPANDED_BYTES,
-    MAX_EXPANSION_STEPS,
     MAX_OVERRIDE_KEYS,
     MAX_SHELL_DEPTH,
     MAX_VARIABLE_BYTES,
@@ -36,88 +37,15 @@ from calculator.inputs.readers import size_text
 from calculator.verl.arith import ArithUnresolved, evaluate
 from calculator.verl.keys import IGNORED_PREFIXES
 from calculator.verl.placement_keys import ENTRY_KEY, ENTRY_MODULES
-from calculator.verl.shellwords import split_words
+from calculator.verl.shellcond import Branches, evaluate_test
+from calculator.verl.shellstate import _SENTINEL_RE, SCRIPT, _Budget, _lookup, _ShellState, _Unresolved
+from calculator.verl.shellwords import _logical_lines, _pairs, remove_quotes, split_words
 
-SCRIPT = "verl launch script"  # how refusals name the input
-MAX_REASON_CHARS = 200  # an unresolved construct is quoted this long in the import notes (display only)
-
-
-class _Unresolved(Exception):
-    pass
-
-
-_SENTINEL_RE = re.compile("\x00U(\\d+)\x00")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?", re.S)
+_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[1-9])(?:(:?[-=+?])(.*))?", re.S)
+_SUBST = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(//?)([^/]*)/(.*)", re.S)  # ${VAR//pattern/word}
 _PLAIN = re.compile(r"[^'\"\\`$]+")  # characters the expander copies as they are
 _ASSIGN_PREFIXES = ("export", "local", "readonly", "declare", "typeset")
-
-
-@dataclass
-class _Budget:
-    """The work one script may cause; over a bound the script is refused (an InputError naming the line)."""
-
-    steps: int = 0
-    expanded_bytes: int = 0
-    lineno: int = 0
-
-    def refuse(self, why: str) -> InputError:
-        return InputError(f"{SCRIPT}: refused at line {self.lineno}: {why}")
-
-    def step(self) -> None:
-        self.steps += 1
-        if self.steps > MAX_EXPANSION_STEPS:
-            raise self.refuse(f"more than {MAX_EXPANSION_STEPS:,} shell expansions")
-
-    def grow(self, n: int) -> None:
-        self.expanded_bytes += n
-        if self.expanded_bytes > MAX_EXPANDED_BYTES:
-            raise self.refuse(f"shell expansion would produce more than {size_text(MAX_EXPANDED_BYTES)}")
-
-
-@dataclass
-class _ShellState:
-    env: dict[str, str | None] = field(default_factory=dict)  # None = assigned but not resolvable
-    why: dict[str, str] = field(default_factory=dict)  # variable -> what made it unresolvable
-    unresolved: list[str] = field(default_factory=list)
-    budget: _Budget = field(default_factory=_Budget)
-
-    def mark(self, what: str) -> str:
-        """A placeholder for an unresolvable part of a word; ``reasons`` recovers ``what``."""
-        if len(what) > MAX_REASON_CHARS:
-            what = what[: MAX_REASON_CHARS - 1] + "…"
-        self.unresolved.append(what)
-        return f"\x00U{len(self.unresolved) - 1}\x00"
-
-    def reasons(self, word: str) -> list[str]:
-        return [self.unresolved[int(i)] for i in _SENTINEL_RE.findall(word)]
-
-    def set_raw(self, name: str, value: str) -> None:
-        """``${VAR:=word}``: the value as expanded (unresolved parts stay sentinels inside it)."""
-        if len(value) > MAX_VARIABLE_BYTES:
-            raise self.budget.refuse(f"shell variable {name} would hold more than {size_text(MAX_VARIABLE_BYTES)}")
-        self.env[name] = value
-
-    def assign(self, name: str, value: str) -> None:
-        """``NAME=value``: a value with an unresolved part makes the variable unresolvable (and says why)."""
-        self.set_raw(name, value)
-        lost = self.reasons(value)
-        self.env[name] = None if lost else value
-        if lost:
-            self.why[name] = "; ".join(dict.fromkeys(r.split(" <- ")[-1] for r in lost))
-
-
-def _pairs(text: str, open_: str, close: str) -> dict[int, int]:
-    """For each ``open_`` bracket of ``text``, the index of the one closing it (nesting-aware, brackets of
-    this kind only); unclosed ones are absent. One pass: O(len(text))."""
-    out: dict[int, int] = {}
-    stack: list[int] = []
-    for m in re.finditer(f"[{re.escape(open_ + close)}]", text):
-        if m.group() == open_:
-            stack.append(m.start())
-        elif stack:
-            out[stack.pop()] = m.start()
-    return out
 
 
 def _arith(expr: str, st: _ShellState) -> str:
@@ -126,14 +54,6 @@ def _arith(expr: str, st: _ShellState) -> str:
         return evaluate(expr, lambda name: _lookup(name, st))
     except ArithUnresolved as exc:
         raise _Unresolved(str(exc)) from None
-
-
-def _lookup(name: str, st: _ShellState) -> str:
-    if name in st.env:
-        if st.env[name] is not None:
-            return st.env[name]  # type: ignore[return-value]
-        raise _Unresolved(f"${name} <- {st.why.get(name, 'an unresolved value')}")
-    raise _Unresolved(f"${name}: not set in the script")
 
 
 # ----------------------------------------------------------------------------- expansion of one line
@@ -145,9 +65,10 @@ class _Expander:
     Works on windows ``[lo, hi)`` of the line, so that a ``${VAR:-word}`` expands its word in place; the
     line's brackets are matched once, lazily, and a match outside the window counts as unclosed."""
 
-    def __init__(self, line: str, st: _ShellState) -> None:
+    def __init__(self, line: str, st: _ShellState, *, split: bool = False) -> None:
         self.line = line
         self.st = st
+        self.split = split  # field splitting of unquoted expansions (a command line; not an assignment)
         self._brackets: dict[str, dict[int, int]] = {}
 
     def close(self, i: int, open_: str, hi: int) -> int:
@@ -218,8 +139,11 @@ class _Expander:
             piece = value
         elif in_double:
             piece = re.sub(r'(["\\$`])', r"\\\1", value)
-        else:
+        elif not self.split:  # the value of an assignment: never split
             piece = shlex.quote(value) if value else "''"
+        else:  # unquoted in a command: bash splits the value into words at blanks (IFS), each kept as it is
+            piece = " ".join(shlex.quote(w) for w in value.split())
+            piece = (" " if value[:1].isspace() else "") + piece + (" " if value[-1:].isspace() and piece else "")
         self.st.budget.grow(len(piece))
         out.append(piece)
 
@@ -244,7 +168,7 @@ class _Expander:
             m = _NAME.match(line, i + 1, hi)
             if m:
                 self.st.budget.step()
-                self._emit(_lookup(m.group(0), self.st), out, in_double, quote)
+                self._emit(self.st.value(m.group(0)), out, in_double, quote)
                 return m.end()
             if line[i + 1] in "@*#?$!0123456789-":
                 out.append(self._mark(line[i : i + 2]))
@@ -281,35 +205,52 @@ class _Expander:
         """``${...}`` contents: a shell parameter (expanded) or None when it is a Hydra interpolation."""
         m = _PARAM.fullmatch(self.line, lo, hi)
         if not m:
-            return None
+            return self._substitute(lo, hi, depth)
         name, op = m.group(1), m.group(2)
         env = self.st.env
         if op is None:
-            return _lookup(name, self.st)
+            return self.st.value(name)
         have = name in env and env[name] is not None and (env[name] != "" or not op.startswith(":"))
         if op[-1] in "-=":
             if have:
                 return env[name]
-            value = self.expand(m.start(3), hi, depth=depth + 1)
+            value = remove_quotes(self.expand(m.start(3), hi, depth=depth + 1))
             if op.endswith("="):
                 self.st.set_raw(name, value)
             return value
         if op.endswith("+"):
-            return self.expand(m.start(3), hi, depth=depth + 1) if have else ""
+            return remove_quotes(self.expand(m.start(3), hi, depth=depth + 1)) if have else ""
         return _lookup(name, self.st)  # ${VAR:?msg}
+
+    def _substitute(self, lo: int, hi: int, depth: int) -> str | None:
+        """``${VAR//pattern/word}`` (every match) or ``${VAR/pattern/word}`` (the first) with a literal pattern;
+        None when the ``${...}`` is not one (a Hydra interpolation). A glob pattern is not resolved."""
+        m = _SUBST.fullmatch(self.line, lo, hi)
+        if not m:
+            return None
+        name, op, pattern = m.group(1), m.group(2), m.group(3)
+        if not pattern or any(c in pattern for c in "*?[\\$"):
+            raise _Unresolved(f"${{{name}{op}{pattern}/...}}: a glob pattern is not resolved")
+        value = _lookup(name, self.st)
+        word = remove_quotes(self.expand(m.start(4), hi, depth=depth + 1))
+        out = value.replace(pattern, word) if op == "//" else value.replace(pattern, word, 1)
+        if len(out) > MAX_VARIABLE_BYTES:
+            raise self.st.budget.refuse(f"${{{name}{op}...}} would hold more than {size_text(MAX_VARIABLE_BYTES)}")
+        return out
+
+
+_ASSIGNMENT_LINE = re.compile(r"\s*(?:(?:export|local|readonly|declare|typeset)\s+(?:-\w+\s+)*)?[A-Za-z_]\w*=")
 
 
 def _expand(text: str, st: _ShellState, *, quote: bool = False) -> str:
-    """Shell expansion of one logical line (quote-aware). Unresolvable parts become a sentinel."""
-    return _Expander(text, st).expand(0, len(text), quote=quote)
+    """Shell expansion of one logical line (quote-aware). Unresolvable parts become a sentinel. With
+    ``quote``, an unquoted expansion on a command line is split into words (``python3 -m ... $ACTOR_CONFIG``),
+    the value of an assignment is not (bash splits neither ``A=$B`` nor ``export A=$B``)."""
+    split = quote and not _ASSIGNMENT_LINE.match(text)
+    return _Expander(text, st, split=split).expand(0, len(text), quote=quote)
 
 
 # ----------------------------------------------------------------------------- the script
-
-
-def _logical_lines(text: str) -> list[str]:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return re.sub(r"\\\n", " ", text).split("\n")
 
 
 _RLPLAN_LINE = re.compile(r"^\s*#\s*rlplan:\s*([A-Za-z_][\w.]*)\s*=\s*(.*?)\s*$")
@@ -352,10 +293,22 @@ def _assign_words(assignments: list[str], st: _ShellState, p: _Parsed) -> None:
 
 
 def _config_name(words: list[str], i: int, p: _Parsed, st: _ShellState) -> None:
+    """``--config-name``: verl's ``ppo_megatron_trainer`` selects Megatron. A config of the user's own (verl's
+    examples/sglang_multiturn/config/gsm8k_multiturn_megatron_grpo.yaml: ``defaults: [ppo_megatron_trainer]``) is
+    not read: a note says so, and a name with "megatron" in it is read as Megatron."""
     w = words[i]
     cfg = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
-    if cfg.endswith("ppo_megatron_trainer") or cfg.endswith("ppo_megatron_trainer.yaml"):
+    name = cfg.rsplit("/", 1)[-1].removesuffix(".yaml")
+    if name == "ppo_megatron_trainer":
         _add_override(p, "model_engine", "megatron", st)
+    elif name and name != "ppo_trainer" and not st.reasons(name):
+        megatron = "megatron" in name.lower()
+        if megatron:
+            _add_override(p, "model_engine", "megatron", st)
+        p.notes.append(
+            f"--config-name={name}: a config of the script's own, not read (its defaults and settings are not "
+            f"known here; only the command line's overrides are){'; read as Megatron from its name' if megatron else ''}"
+        )
 
 
 def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
@@ -373,6 +326,8 @@ def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
         if not _is_override_key(key):
             continue
         lost = st.reasons(w)
+        if lost and _model_path_tail(key, value, st, p):
+            continue
         if lost:
             bare = key.lstrip("+~")
             if not any(bare.startswith(prefix) for prefix in IGNORED_PREFIXES):  # not modelled anyway
@@ -383,6 +338,27 @@ def _command_words(words: list[str], st: _ShellState, p: _Parsed) -> None:
             p.notes.append(f"verl override {key}: deleting a key is not modelled; ignored")
             continue
         _add_override(p, key, value, st)
+
+
+_MODEL_PATH_KEYS = frozenset(
+    ("actor_rollout_ref.model.path", "critic.model.path", "reward_model.model.path", "reward.reward_model.model_path")
+)
+
+
+def _model_path_tail(key: str, value: str, st: _ShellState, p: _Parsed) -> bool:
+    """A model path whose directory is unresolved (``$HOME/models/Qwen3-8B``) but whose last component is
+    literal: read the model from that component (with a note). False when the name itself is unresolved."""
+    bare = key.lstrip("+")
+    tail = _SENTINEL_RE.split(value)[-1].rstrip("/")
+    if bare not in _MODEL_PATH_KEYS or "/" not in tail or not tail.rsplit("/", 1)[1]:
+        return False
+    names = "; ".join(dict.fromkeys(st.reasons(value)))
+    p.notes.append(
+        f"verl override {bare}: the directory has an unresolved shell variable ({names}); the model is read from "
+        f"the path's last component {tail.rsplit('/', 1)[1]!r}"
+    )
+    _add_override(p, key, tail, st)
+    return True
 
 
 def _words_of(line: str, st: _ShellState) -> list[str]:
@@ -396,6 +372,7 @@ def _words_of(line: str, st: _ShellState) -> list[str]:
 def _parse_script(text: str) -> _Parsed:
     st = _ShellState()
     p = _Parsed()
+    branches = Branches()
     if "\x00" in text:
         raise InputError(f"{SCRIPT}: refused: contains a NUL byte (binary data, not a script)")
     for lineno, raw_line in enumerate(_logical_lines(text), 1):
@@ -409,6 +386,8 @@ def _parse_script(text: str) -> _Parsed:
             continue
         if line.startswith("#"):
             continue
+        if branches.line(line, lambda cond: evaluate_test(_words_of(cond, st))) or not branches.active:
+            continue
         words = _words_of(line, st)
         if not words:
             continue
@@ -417,6 +396,7 @@ def _parse_script(text: str) -> _Parsed:
             _assign_words(assignments, st, p)
         else:
             _command_words(words, st, p)
+    p.notes += branches.notes
     return p
 
 

@@ -10,7 +10,9 @@ from calculator import Scenario, estimate, load_scenario
 from calculator.inputs.presets import scenario_presets
 from calculator.memory import phases as memory
 from calculator.report.estimate import build_context
-from calculator.report.verdict import memory_fix
+from calculator.report.models import Component, PhaseMemory
+from calculator.report.verdict import _megatron_activation_fix, memory_fix
+from calculator.resolve.resolved import resolve
 from tests.support.strategies import scenario_dicts
 
 BASE = "qwen2.5-7b-grpo-8xh100"
@@ -83,6 +85,32 @@ def test_memory_reason_names_phase_numbers_and_fix():
         "peak 53.37 GiB per GPU in update_actor > usable 39.38 GiB (over by 13.99 GiB; largest component "
         "actor_activations). Fix: use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, "
         "ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence parallelism."
+    )
+
+
+def test_megatron_activation_fix_names_megatron_levers():
+    """A Megatron role's activations get Megatron's levers (recompute, TP / CP), never FSDP's gradient checkpointing
+    or Ulysses SP, which its config does not have. Found by running verl's examples/grpo_trainer/
+    run_qwen3moe-30b_megatron_96gb.sh (verl main b178a3cd5) through the sweep: its fix named the FSDP keys."""
+    overrides = {"actor.strategy": "megatron", "data.max_response_length": 8192}
+    r = estimate(load_scenario(BASE, overrides=overrides))
+    why = r.peak.worst_case_reasons[0]
+    assert "largest component actor_activations" in why and "Ulysses" not in why and "checkpointing" not in why
+    assert "activation recompute (actor.megatron.recompute_granularity=full, recompute_method=uniform)" in why
+    recompute = {"actor.megatron.recompute_granularity": "full", "actor.megatron.recompute_method": "uniform"}
+    s = load_scenario(BASE, overrides={**overrides, **recompute, "actor.megatron.recompute_num_layers": 1})
+    fix = _megatron_activation_fix(resolve(s).actor)
+    assert "activation recompute" not in fix and "actor.megatron.tensor_model_parallel_size" in fix  # already on
+
+
+def test_reward_engine_fix_names_the_reward_model_keys():
+    """The reward model's vLLM engine over the limit gets reward_model.rollout.* (before: actor_rollout_ref's
+    rollout.gpu_memory_utilization, because "reward_kv_cache" also ends with "kv_cache"). Found by the sweep on
+    verl's examples/ppo_trainer/run_qwen2-7b_rm_seq_balance.sh (verl main b178a3cd5)."""
+    kv = Component("reward_kv_cache", "reward", 2 * 2**30, "x", process="reward")
+    phase = PhaseMemory(name="reward", components=(kv, Component("reward_params", "reward", 1, "x", process="reward")))
+    assert memory_fix(phase) == (
+        "lower reward_model.rollout.gpu_memory_utilization or raise reward_model.rollout.tensor_model_parallel_size"
     )
 
 

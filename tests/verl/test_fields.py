@@ -47,3 +47,20 @@ def test_value_conversions():
         ("actor_rollout_ref.model.target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"])
     ]
     assert V._model_id_from_path("/somewhere/unknown-model") is None
+
+
+# The models of verl's example scripts (verl main, commit b178a3cd5: examples/grpo_trainer/run_qwen2-7b*.sh,
+# examples/tuning/70b/qwen2-70b_grpo_32_h800_fsdp_vllm.sh, examples/ppo_trainer/run_deepseek7b_llm*.sh). Before their
+# presets, these fell back to the base scenario's Qwen2.5-7B: a 72B run was estimated as a 7B one.
+@pytest.mark.parametrize(
+    ("path", "model_id"),
+    [
+        ("Qwen/Qwen2-7B-Instruct", "qwen2-7b"),
+        ("/data/models/Qwen2-7B", "qwen2-7b"),
+        ("Qwen/Qwen2-72B-Instruct", "qwen2-72b"),
+        ("deepseek-ai/deepseek-llm-7b-chat", "deepseek-llm-7b"),
+        ("Qwen/Qwen2.5-Math-7B", None),  # max_position_embeddings 4096, rope_theta 10000: not Qwen2.5-7B's config
+    ],
+)
+def test_verl_example_model_paths(path, model_id):
+    assert V._model_id_from_path(path) == model_id

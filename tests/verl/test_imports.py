@@ -175,3 +175,26 @@ def test_later_release_of_a_preset_is_matched_with_a_note():
     assert natives["model.path"] == "qwen3-30b-a3b" and not any("later release" in n for n in notes)
     natives, _ = V.import_verl_text("actor_rollout_ref.model.path=Qwen/Qwen3-30B-A3B-FP8")
     assert "model.path" not in natives  # a quantised checkpoint is not the bf16 preset
+
+
+# verl main (b178a3cd5) examples/ppo_trainer/run_qwen2-7b_rm_legacy.sh: reward_model.use_reward_loop=False selects
+# verl's legacy FSDP reward worker, configured by reward_model.micro_batch_size_per_gpu,
+# reward_model.model.fsdp_config.param_offload and reward_model.model.use_remove_padding. Before, the first was
+# listed as irrelevant (silently dropped) and the others as unknown keys; they change the reward phase's memory.
+def test_legacy_reward_worker_keys_are_reported_not_modelled():
+    _natives, notes = V.import_verl_text(
+        "python3 -m verl.trainer.main_ppo reward_model.enable=True reward_model.use_reward_loop=False "
+        "reward_model.micro_batch_size_per_gpu=32 reward_model.model.fsdp_config.param_offload=True "
+        "reward_model.model.use_remove_padding=True actor_rollout_ref.actor.router_replay.mode=R3 "
+        "data.sampler.class_name=CurriculumSampler\n"
+    )
+    assert not any(n.startswith("verl overrides not modelled") for n in notes), notes  # nothing unknown
+    for key in (
+        "reward_model.use_reward_loop",
+        "reward_model.micro_batch_size_per_gpu",
+        "reward_model.model.fsdp_config.param_offload",
+        "reward_model.model.use_remove_padding",
+        "actor_rollout_ref.actor.router_replay.mode",
+    ):
+        assert any(n.startswith(f"verl {key}: not modelled; likely effect: ") for n in notes), key
+    assert not any("data.sampler" in n for n in notes)  # the data order: no effect, no note

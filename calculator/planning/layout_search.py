@@ -16,7 +16,8 @@ invariants hold per layout), with the scenario's layout first.
   configurations of the winning layout at 1x, 2x and 4x its minimum and, when it fits somewhere, the scenario's
   layout's at 1x, 2x and 4x its own (first, so it wins ties).
 - **Shared work**: each layout keeps one :class:`SharedCandidates` for the whole plan (builds, and memory estimates
-  of GPU types of equal memory); ``num_estimates`` counts every estimate the layouts' searches ran.
+  of GPU types of equal memory; with vLLM one KV verdict cache for every layout, :class:`LayoutCaches`);
+  ``num_estimates`` counts every estimate the layouts' searches ran.
 
 Left out: layouts other than the winner's and the scenario's are not compared at 2x / 4x (a layout with less model
 parallelism could be cheaper per step there); the critic's layout is kept (``critic.megatron``).
@@ -30,19 +31,30 @@ from calculator.inputs.scenario import Scenario
 from calculator.planning.layouts import Layout, candidate_layouts, with_layout
 from calculator.planning.recommend import GpuResult, fastest_candidates, selection_key, unfit_result
 from calculator.planning.search import GpuSearch
-from calculator.planning.shared import SharedCandidates
+from calculator.planning.shared import MemorySignature, SharedCandidates
 from calculator.planning.space import Evaluation
 from calculator.resolve.architectures import resolve_architectures
 
 
 @dataclass
 class LayoutCaches:
-    """One :class:`SharedCandidates` per layout, shared by the GPU types of one ``plan()`` call."""
+    """One :class:`SharedCandidates` per layout, shared by the GPU types of one ``plan()`` call. With a vLLM rollout
+    the layouts also share one KV verdict cache: whether vLLM's KV cache holds a ``max_model_len`` sequence reads the
+    rollout's settings and the GPU's memory, never the trainer's layout (``GpuSearch._kv_ok``; SGLang's pool reads
+    the trainer's resident memory, so its verdicts stay per layout)."""
 
+    share_kv: bool = False
     by_layout: dict[Layout, SharedCandidates] = field(default_factory=dict)
+    kv_ok: dict[tuple[MemorySignature, tuple[object, ...]], bool] = field(default_factory=dict)
+
+    @classmethod
+    def for_scenario(cls, s: Scenario) -> LayoutCaches:
+        return cls(share_kv=s.rollout.name == "vllm")
 
     def get(self, lay: Layout) -> SharedCandidates:
-        return self.by_layout.setdefault(lay, SharedCandidates())
+        if lay not in self.by_layout:
+            self.by_layout[lay] = SharedCandidates(kv_ok=self.kv_ok) if self.share_kv else SharedCandidates()
+        return self.by_layout[lay]
 
 
 @dataclass

@@ -155,7 +155,7 @@ def plan(
     total = 0
     shared = SharedCandidates()  # GPU types with the same memory share candidates' memory estimates
     # A Megatron actor: every layout (TP / PP / EP) keeps its own shared caches (calculator.planning.layout_search).
-    layouts = LayoutCaches() if s.actor.strategy == "megatron" else None
+    layouts = LayoutCaches.for_scenario(s) if s.actor.strategy == "megatron" else None
     for gid in ids:
         gpu = get_gpu(gid, "gpus")
         why = dtype_problem(s, gpu)

@@ -119,3 +119,34 @@ def test_fsdp_plan_has_no_layout():
     data = plan(load_scenario(BASE), gpus=["h100-80gb"], max_gpus=16).model_dump(mode="json")
     assert "megatron_layout" not in data["rows"][0]["recommended"]
     assert data["rows"][0]["note"] == ""
+
+
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "mixtral-8x7b-v0.1", "qwen2.5-7b"])
+def test_planned_layouts_are_ones_megatron_core_accepts(model):
+    """Every row's layout, at its GPU count, passes layouts.layout_problem (Megatron-core's rules), and verl's own
+    checks raise nothing on it (a configuration that fits has no verl error: calculator.planning.fit)."""
+    from calculator.planning.layouts import layout_problem
+
+    s = load_scenario(BASE, overrides={"model.path": model, "actor.strategy": "megatron"})
+    arch = resolve_architectures(s)[0]
+    p = plan(s, gpus=["h100-80gb", "a100-40gb", "h200-141gb"], max_gpus=64, margin=MARGIN)
+    checked = 0
+    for row in p.rows:
+        for cfg in (row.min_config, row.recommended):
+            if cfg is None:
+                continue
+            m = cfg.megatron_layout
+            lay = Layout(m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.expert_model_parallel_size)
+            assert layout_problem(lay, arch, s.hardware.gpus_per_node, num_gpus=cfg.num_gpus) is None
+            checked += 1
+    assert checked >= 4
+
+
+def test_size_table_searches_megatron_layouts_like_plan():
+    from calculator.planning.size_table import size_table
+
+    s = _moe()
+    t = size_table(s, "h100-80gb", models=("qwen3-30b-a3b",), algorithms=("GRPO",), max_gpus=64)
+    row = plan(s, gpus=["h100-80gb"], max_gpus=64, margin=MARGIN).rows[0]
+    assert t.rows[0].min_gpus == row.min_gpus == 8
+    assert t.rows[0].min_settings == row.min_settings

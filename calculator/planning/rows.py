@@ -92,7 +92,11 @@ class PlanRow(FrozenModel):
     min_settings: dict[str, Setting] = Field(description="verl overrides of the fastest configuration at min_gpus.")
     min_config: RecommendedConfig | None
     recommended: RecommendedConfig | None
-    note: str = ""
+    note: str = Field(
+        default="",
+        description="Why nothing fits, or why the GPU type is excluded; on a Megatron row that fits, the layout chosen "
+        "when it is not the scenario's (calculator.planning.rows.layout_note).",
+    )
     num_estimates: int
     split: RecommendedConfig | None = Field(
         default=None,

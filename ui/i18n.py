@@ -292,6 +292,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "plan.none": "does not fit",
         "plan.dl_json": "Plan JSON",
         "plan.elapsed": "Planned in {s:.1f} s.",
+        "plan.layout": "Megatron layout",
+        "plan.layouts_searched": "Megatron: the planner also searches the actor's TP / PP / EP (TP 1–8 within a node, dividing the attention and KV heads; PP 1–16 dividing the layers; EP a power of two dividing the routed experts; the scenario's CP and ETP). The scenario's layout comes first; another is used only where it needs fewer GPUs, and ties keep the scenario's layout, then less model parallelism. The chosen sizes are in the settings (actor_rollout_ref.actor.megatron.*; the reference policy follows the actor's).",
         # verl
         "verl.title": "verl launch settings",
         "verl.export": "Export: overrides for the launch script",
@@ -616,6 +618,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "plan.none": "放不下",
         "plan.dl_json": "规划 JSON",
         "plan.elapsed": "规划用时 {s:.1f} 秒。",
+        "plan.layout": "Megatron 并行布局",
+        "plan.layouts_searched": "Megatron：规划器也会搜索 actor 的 TP / PP / EP（TP 取 1–8 且不跨节点，须整除注意力头数和 KV 头数；PP 取 1–16 且须整除层数；EP 取能整除路由专家数的 2 的幂；CP 和 ETP 沿用场景的设置）。先搜索场景自己的布局；只有在能用更少的卡时才换用其他布局，卡数相同时保留场景的布局，其次选模型并行度更小的。选中的并行大小写在设置中（actor_rollout_ref.actor.megatron.*；参考策略沿用 actor 的设置）。",
         "verl.title": "verl 启动设置",
         "verl.export": "导出：启动脚本的覆盖参数",
         "verl.export_caption": "把这些 Hydra 覆盖参数粘贴到 `python3 -m verl.trainer.main_ppo` 之后。",

@@ -64,6 +64,8 @@ def format_plan(p: Plan) -> str:
             continue
         text = " ".join(f"{k}={format_verl_value(v)}" for k, v in rec.settings.items()) or "as configured"
         lines.append(f"  {row.gpu} x {rec.num_gpus}: {text}")
+        if row.note:  # e.g. a Megatron layout other than the scenario's (calculator.planning.rows.layout_note)
+            lines.append(f"    {one_line(row.note)}")
     lines += split_lines(p)
     lines += ["", f"rules: {p.rules}", "prices: hourly_price_usd of the GPU presets (editable examples)"]
     return "\n".join(lines)

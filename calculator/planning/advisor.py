@@ -38,11 +38,13 @@ from calculator.errors import InputError
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN, FitCheck, batch_geometry_problem, fit_check, parallel_problem
+from calculator.planning.layout_search import LayoutCaches, search_gpu_layouts
 from calculator.planning.levers import LEVERS, Lever, Tier, lever_candidates
 from calculator.planning.placement_advice import placement_hint
 from calculator.planning.planner import DEFAULT_MAX_GPUS, check_plan_inputs, resolve_scenario
 from calculator.planning.search import GpuSearch
 from calculator.planning.settings import Setting, native_diff, settings_diff, verl_override_lines
+from calculator.planning.space import Evaluation
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
@@ -154,13 +156,30 @@ def _pick(s: Scenario, lever: str, candidates: list[dict[str, Any]], margin: flo
     return min(tried, key=lambda t: (t.fit.peak_gib_per_gpu, t.fit.worst_case_gib_per_gpu)) if tried else None
 
 
+def _fewest(s: Scenario, srch: GpuSearch, margin: float, max_gpus: int) -> Evaluation | None:
+    """The fastest configuration found at the smallest count that fits, as ``plan`` finds it (a Megatron actor's
+    layouts too: calculator.planning.layout_search), or None."""
+    if srch.megatron:
+        caches = LayoutCaches.for_scenario(s)
+        return search_gpu_layouts(
+            s, s.hardware.gpu, max_gpus=max_gpus, margin=margin, allow_lora=False, caches=caches
+        ).minimum
+    first, _ = srch.min_count()
+    return srch.relax(first) if first is not None else None
+
+
 def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[Lever, _Tried]]:
     """The planner's search on this GPU type: the fastest fitting settings at the current GPU count, or
     else the fewest GPUs that fit with the fastest settings found there (LoRA not searched)."""
     srch = GpuSearch(s, s.hardware.gpu, max_gpus=max_gpus, margin=margin, allow_lora=False)
     n = s.hardware.num_gpus
     ev = srch.at_count(n) if srch.is_valid_count(n) else None
-    if ev is not None:
+    if ev is None:
+        ev = _fewest(s, srch, margin, max_gpus)
+        if ev is None:
+            return []
+    layouts = " and the Megatron TP / PP / EP layout" if srch.megatron else ""
+    if ev.knobs.num_gpus == n:
         lever = Lever(
             "searched_settings",
             f"Settings found by the planner's search at {n} GPUs",
@@ -168,13 +187,9 @@ def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[Lever, _Tr
             2,
             "planner",
             "The planner's search over offload, checkpointing, fused kernels, entropy chunking, batch sizing, "
-            "Ulysses SP, rollout TP and gpu_memory_utilization at this GPU count.",
+            f"Ulysses SP, rollout TP{layouts} and gpu_memory_utilization at this GPU count.",
         )
     else:
-        first, _ = srch.min_count()
-        if first is None:
-            return []
-        ev = srch.relax(first)
         lever = Lever(
             "searched_min_gpus",
             f"{ev.knobs.num_gpus} GPUs with searched settings (fewest that fit)",
@@ -182,7 +197,7 @@ def _planned(s: Scenario, margin: float, max_gpus: int) -> list[tuple[Lever, _Tr
             0,
             "planner",
             "The planner's smallest GPU count of this type at which some searched setting fits, with the "
-            "fastest settings found there.",
+            f"fastest settings found there{' (the Megatron TP / PP / EP layout searched too)' if layouts else ''}.",
         )
     return [(lever, _Tried(native_diff(s, ev.scenario), ev.scenario, ev.report, ev.fit))]
 

@@ -12,12 +12,13 @@ applies, mildest first; ``calculator.planning.advisor`` estimates them and ranks
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from calculator.inputs.scenario import GROUP_ESTIMATORS, Scenario
 from calculator.model.architecture import Architecture
 from calculator.names import Strategy
+from calculator.planning.layouts import layout_of, layout_problem
 from calculator.planning.space import (
     LORA_RANK,
     ROLLOUT_TP_CHOICES,
@@ -244,35 +245,24 @@ _POWERS = (2, 4, 8, 16, 32, 64)  # model-parallel sizes tried
 
 
 def _megatron_parallel(c: _Scope) -> list[Change]:
-    """The next two EP (MoE: experts divisible, world divisible by ETP x EP x PP), TP (within a node, KV heads
-    divisible: Megatron-core TransformerConfig requires num_query_groups % TP == 0) and PP (layers divisible) sizes
-    above the actor's, each alone (Megatron-core ``initialize_model_parallel`` needs the world divisible by
+    """The next two EP, TP and PP sizes above the actor's, each alone, that Megatron-core accepts on the scenario's
+    GPUs (``calculator.planning.layouts.layout_problem``: heads, layers, experts, the world divisible by
     TP x PP x CP and by ETP x EP x PP)."""
     if not c.megatron:
         return []
-    m, g, a = c.s.actor.megatron, c.s.hardware.num_gpus, c.arch
-    tp, pp, cp, ep = (
-        m.tensor_model_parallel_size,
-        m.pipeline_model_parallel_size,
-        m.context_parallel_size,
-        m.expert_model_parallel_size,
-    )
-    etp = m.expert_tensor_parallel_size or tp
-    eps = [x for x in _POWERS if x > ep and a.is_moe and a.num_experts % x == 0 and g % (etp * x * pp) == 0]
-    tps = [
-        x
-        for x in _POWERS
-        if tp < x <= c.s.hardware.gpus_per_node
-        and a.num_kv_heads % x == 0
-        and g % (x * pp * cp) == 0
-        and (not a.is_moe or m.expert_tensor_parallel_size or g % (x * ep * pp) == 0)
-    ]
-    pps = [
-        x for x in _POWERS if x > pp and a.num_layers % x == 0 and g % (tp * x * cp) == 0 and g % (etp * ep * x) == 0
-    ]
-    out = [{"actor.megatron.expert_model_parallel_size": x} for x in eps[:2]]
-    out += [{"actor.megatron.tensor_model_parallel_size": x} for x in tps[:2]]
-    out += [{"actor.megatron.pipeline_model_parallel_size": x} for x in pps[:2]]
+    own = layout_of(c.s)
+    per_node, g = c.s.hardware.gpus_per_node, c.s.hardware.num_gpus
+    vpp = c.s.actor.megatron.virtual_pipeline_model_parallel_size
+    out: list[Change] = []
+    for field, attr in (("expert_model_parallel_size", "ep"), ("tensor_model_parallel_size", "tp"),
+                        ("pipeline_model_parallel_size", "pp")):  # fmt: skip
+        sizes = [
+            x
+            for x in _POWERS
+            if x > getattr(own, attr)
+            and layout_problem(replace(own, **{attr: x}), c.arch, per_node, vpp, num_gpus=g) is None
+        ]
+        out += [{f"actor.megatron.{field}": x} for x in sizes[:2]]
     return out
 
 

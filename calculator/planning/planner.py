@@ -14,6 +14,9 @@ Rules (the search itself is in ``calculator.planning.search``; its docstring has
   gradient checkpointing, fused kernels, entropy chunking, micro-batch size or dynamic token budget,
   Ulysses SP, rollout TP, ``gpu_memory_utilization``, ``max_model_len`` capped at prompt + response,
   ``free_cache_engine``, full FSDP sharding, and LoRA (rank 64) only with ``allow_lora``.
+- **Megatron layouts**: a Megatron actor's TP / PP / EP are searched too (``calculator.planning.layouts`` lists
+  the valid layouts and their bounds, ``calculator.planning.layout_search`` searches them): the scenario's layout
+  first, another only where it gives fewer GPUs; ties keep the scenario's layout, then less model parallelism.
 - **min_gpus**: the smallest searched count at which any searched configuration fits;
   ``min_settings`` is the fastest configuration found at that count.
 - **recommended**: among the fastest configurations found at the minimum count and at 2x and 4x it,
@@ -47,9 +50,10 @@ from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.defaults import DEFAULT_MAX_GPUS
 from calculator.planning.fit import DEFAULT_MARGIN
+from calculator.planning.layout_search import LayoutCaches, search_gpu_layouts
 from calculator.planning.placement import SPLIT_MODES, split_row_fields
 from calculator.planning.recommend import search_gpu
-from calculator.planning.rows import MEGATRON_LAYOUT_RULE, PLAN_RULES, Plan, excluded_row, plan_row, sort_key
+from calculator.planning.rows import PLAN_RULES, Plan, excluded_row, megatron_layout_rule, plan_row, sort_key
 from calculator.planning.shared import SharedCandidates
 from calculator.resolve.architectures import model_name
 
@@ -150,13 +154,18 @@ def plan(
     has_time = True
     total = 0
     shared = SharedCandidates()  # GPU types with the same memory share candidates' memory estimates
+    # A Megatron actor: every layout (TP / PP / EP) keeps its own shared caches (calculator.planning.layout_search).
+    layouts = LayoutCaches.for_scenario(s) if s.actor.strategy == "megatron" else None
     for gid in ids:
         gpu = get_gpu(gid, "gpus")
         why = dtype_problem(s, gpu)
         if why is not None:
             rows.append(excluded_row(gpu, float(prices.get(gid, gpu.hourly_price_usd)), why))
             continue
-        res = search_gpu(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, shared=shared)
+        if layouts is not None:
+            res = search_gpu_layouts(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, caches=layouts)
+        else:
+            res = search_gpu(s, gid, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, shared=shared)
         price = float(prices.get(gid, res.gpu.hourly_price_usd))
         row = plan_row(res, s, price, max_gpus)
         if placement != "colocated":
@@ -177,7 +186,7 @@ def plan(
         allow_lora=allow_lora,
         has_step_time=has_time,
         num_estimates=total,
-        rules=PLAN_RULES + (MEGATRON_LAYOUT_RULE if s.actor.strategy == "megatron" else ""),
+        rules=PLAN_RULES + (megatron_layout_rule() if layouts is not None else ""),
         placement=None if placement == "colocated" else placement,
     )
 

@@ -31,6 +31,8 @@ class GpuResult:
     counts: tuple[int, ...]  # valid counts of the ladder
     largest_tried: Evaluation | None  # when nothing fits: the frontier at the largest count (for the note)
     num_estimates: int
+    num_layouts: int = 1  # Megatron layouts searched (calculator.planning.layout_search); 1 otherwise
+    own_min_gpus: int | None = None  # Megatron: the scenario's own layout's minimum count (None: fits nowhere)
 
 
 def cost_per_step_usd(step_s: float, num_gpus: int, hourly_price_usd: float) -> float:
@@ -58,6 +60,33 @@ def _larger_counts(minimum: int, counts: list[int]) -> list[int]:
     return targets
 
 
+def unfit_result(srch: GpuSearch, counts: list[int], num_estimates: int, num_layouts: int = 1) -> GpuResult:
+    """Nothing fits up to max_gpus: the frontier at the largest valid count (for the note)."""
+    top = srch.frontier(counts[-1]) if counts else []
+    largest = srch.evaluate(top[0]) if top else None
+    return GpuResult(srch.gpu, None, None, (), tuple(counts), largest, num_estimates, num_layouts)
+
+
+def fastest_candidates(srch: GpuSearch, first: Evaluation, counts: list[int]) -> list[Evaluation]:
+    """The fastest configuration found at the minimum count (``first`` fits there), then at the first valid
+    ``counts`` at or above 2x and 4x it, stopping once one costs more per step than the one before."""
+    srch.shared.minima[srch.gpu.usable_memory_gib] = first.knobs.num_gpus  # the next GPU types' guess
+    minimum = srch.relax(first)
+    price = srch.gpu.hourly_price_usd
+    base_lora = srch.base.model.lora_rank > 0
+    candidates = [minimum]
+    if minimum.step_s is not None:
+        for n in _larger_counts(minimum.knobs.num_gpus, counts):
+            ev = srch.at_count(n, hint=candidates[-1].knobs)
+            if ev is None:
+                continue
+            worse = selection_key(ev, base_lora, price) > selection_key(candidates[-1], base_lora, price)
+            candidates.append(ev)
+            if worse:
+                break
+    return candidates
+
+
 def search_gpu(
     base: Scenario,
     gpu_id: str,
@@ -73,25 +102,19 @@ def search_gpu(
     srch = GpuSearch(base, gpu_id, max_gpus=max_gpus, margin=margin, allow_lora=allow_lora, shared=shared)
     first, counts = srch.min_count(guess=srch.shared.count_guess(srch.gpu))
     if first is None:
-        top = srch.frontier(counts[-1]) if counts else []
-        largest = srch.evaluate(top[0]) if top else None
-        return GpuResult(srch.gpu, None, None, (), tuple(counts), largest, srch.num_estimates)
-    srch.shared.minima[srch.gpu.usable_memory_gib] = first.knobs.num_gpus  # the next GPU types' guess
-    minimum = srch.relax(first)
-    price = srch.gpu.hourly_price_usd
-    base_lora = base.model.lora_rank > 0
-    candidates = [minimum]
-    if minimum.step_s is not None:
-        for n in _larger_counts(minimum.knobs.num_gpus, counts):
-            ev = srch.at_count(n, hint=candidates[-1].knobs)
-            if ev is None:
-                continue
-            worse = selection_key(ev, base_lora, price) > selection_key(candidates[-1], base_lora, price)
-            candidates.append(ev)
-            if worse:
-                break
+        return unfit_result(srch, counts, srch.num_estimates)
+    candidates = fastest_candidates(srch, first, counts)
+    price, base_lora = srch.gpu.hourly_price_usd, base.model.lora_rank > 0
     recommended = min(candidates, key=lambda e: selection_key(e, base_lora, price))
-    return GpuResult(srch.gpu, minimum, recommended, tuple(candidates), tuple(counts), None, srch.num_estimates)
+    return GpuResult(srch.gpu, candidates[0], recommended, tuple(candidates), tuple(counts), None, srch.num_estimates)
 
 
-__all__ = ["RECOMMEND_MULTIPLES", "GpuResult", "cost_per_step_usd", "search_gpu", "selection_key"]
+__all__ = [
+    "RECOMMEND_MULTIPLES",
+    "GpuResult",
+    "cost_per_step_usd",
+    "fastest_candidates",
+    "search_gpu",
+    "selection_key",
+    "unfit_result",
+]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
+from calculator.planning.layouts import LAYOUT_PP_CHOICES, LAYOUT_TP_CHOICES, section_layout
 from calculator.planning.recommend import GpuResult, cost_per_step_usd
 from calculator.planning.settings import Setting, settings_diff, verl_override_lines
 from calculator.planning.space import Evaluation
@@ -20,6 +21,31 @@ class FrozenModel(BaseModel):
     """Base of the planner's result models: immutable, no unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MegatronLayout(FrozenModel):
+    """A Megatron actor's model-parallel layout, by verl's ``actor_rollout_ref.actor.megatron.*`` field names (the
+    reference policy follows it: ``calculator.planning.layouts``)."""
+
+    tensor_model_parallel_size: int
+    pipeline_model_parallel_size: int
+    expert_model_parallel_size: int
+    context_parallel_size: int
+    expert_tensor_parallel_size: int = Field(description="Effective expert TP (verl's null = TP).")
+
+
+def megatron_layout(s: Scenario) -> MegatronLayout | None:
+    """``s``'s actor layout, or None for an FSDP actor."""
+    if s.actor.strategy != "megatron":
+        return None
+    lay = section_layout(s.actor.megatron)
+    return MegatronLayout(
+        tensor_model_parallel_size=lay.tp,
+        pipeline_model_parallel_size=lay.pp,
+        expert_model_parallel_size=lay.ep,
+        context_parallel_size=lay.cp,
+        expert_tensor_parallel_size=lay.expert_tp,
+    )
 
 
 class RecommendedConfig(FrozenModel):
@@ -41,6 +67,18 @@ class RecommendedConfig(FrozenModel):
     cost_per_million_tokens: float | None = Field(description="USD per million tokens at the hourly price.")
     hourly_price_usd: float = Field(description="Price per GPU-hour used (an editable example).")
     uses_lora: bool
+    megatron_layout: MegatronLayout | None = Field(
+        default=None,
+        description="A Megatron actor's TP / PP / EP / CP / ETP in this configuration (the planner searches TP, PP "
+        "and EP: calculator.planning.layouts); absent for FSDP.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(self, handler):  # type: ignore[no-untyped-def]
+        out = handler(self)
+        if isinstance(out, dict) and out.get("megatron_layout", 0) is None:
+            del out["megatron_layout"]
+        return out
 
 
 class PlanRow(FrozenModel):
@@ -54,7 +92,11 @@ class PlanRow(FrozenModel):
     min_settings: dict[str, Setting] = Field(description="verl overrides of the fastest configuration at min_gpus.")
     min_config: RecommendedConfig | None
     recommended: RecommendedConfig | None
-    note: str = ""
+    note: str = Field(
+        default="",
+        description="Why nothing fits, or why the GPU type is excluded; on a Megatron row that fits, the layout chosen "
+        "when it is not the scenario's (calculator.planning.rows.layout_note).",
+    )
     num_estimates: int
     split: RecommendedConfig | None = Field(
         default=None,
@@ -99,12 +141,19 @@ PLAN_RULES = (
     "recommended = lowest cost per step (step_s x GPUs x hourly price / 3600) among the fastest settings found "
     "at 1x, 2x and 4x min_gpus, ties to the shorter step then fewer GPUs; LoRA only where full fine-tuning does not fit."
 )
-# Appended to the rules of a plan whose actor is Megatron: the search keeps the scenario's model-parallel layout.
-MEGATRON_LAYOUT_RULE = (
-    " Megatron's TP / PP / EP are the scenario's, not searched (more GPUs shrink the distributed optimizer, not "
-    "params, grads or activations): set actor.megatron.* to plan another layout, or ask `advise` (lever "
-    "megatron_parallel)."
-)
+
+
+def megatron_layout_rule() -> str:
+    """Appended to the rules of a plan whose actor is Megatron: which layouts are searched, and their bounds."""
+    tps = "/".join(map(str, LAYOUT_TP_CHOICES))
+    pps = "/".join(map(str, LAYOUT_PP_CHOICES))
+    return (
+        f" Megatron layouts: the scenario's TP / PP / EP first; others only where it fits nowhere or to find fewer "
+        f"GPUs: TP {tps} (within a node, dividing the attention and KV heads) x PP {pps} (dividing the layers) x "
+        "EP a power of two dividing the routed experts (MoE only), with the scenario's CP and ETP, the GPUs "
+        "divisible by TP x PP x CP and ETP x EP x PP; min_gpus ties keep the scenario's layout, then less model "
+        "parallelism; recommended compares the scenario's layout and the minimum's."
+    )
 
 
 def config_entry(
@@ -141,6 +190,7 @@ def config_entry(
         cost_per_million_tokens=per_million,
         hourly_price_usd=price,
         uses_lora=s.model.lora_rank > 0,
+        megatron_layout=megatron_layout(s),
     )
 
 
@@ -162,17 +212,36 @@ def recommended_config(ev: Evaluation, base: Scenario, price: float) -> Recommen
     )
 
 
+def layout_note(res: GpuResult, max_gpus: int, base: Scenario) -> str:
+    """A Megatron row whose minimum or recommendation uses another layout than the scenario's: which, and what the
+    scenario's own layout needs ('' otherwise)."""
+    if res.minimum is None or res.recommended is None or base.actor.strategy != "megatron":
+        return ""
+    own = section_layout(base.actor.megatron)
+    at_min, rec = (section_layout(e.scenario.actor.megatron) for e in (res.minimum, res.recommended))
+    if own == at_min == rec:
+        return ""
+    mine = f"needs {res.own_min_gpus} GPUs" if res.own_min_gpus else f"fits nowhere up to {max_gpus} GPUs"
+    text = f"Megatron layout {at_min.label} at min_gpus"
+    text += f", {rec.label} recommended" if rec != at_min else ""
+    return text + f" ({res.num_layouts} layouts searched; the scenario's {own.label} {mine})"
+
+
 def unfit_note(res: GpuResult, max_gpus: int, base: Scenario) -> str:
     """Why nothing fits ('' when something does)."""
     if res.minimum is not None:
-        return ""
+        return layout_note(res, max_gpus, base)
     if not res.counts:
         seqs = base.data.train_batch_size * base.rollout.n
         return f"no GPU count up to {max_gpus} passes verl's batch rules (train_batch_size x n = {seqs})"
     top = res.largest_tried
+    where = f"nothing fits up to {max_gpus} GPUs"
+    if res.num_layouts > 1:
+        own = section_layout(base.actor.megatron)
+        where += f" with any of the {res.num_layouts} Megatron layouts searched; the scenario's {own.label}"
     if top is None:
-        return f"nothing fits up to {max_gpus} GPUs (no valid configuration at {res.counts[-1]})"
-    return f"nothing fits up to {max_gpus} GPUs; most memory-saving at {res.counts[-1]}: " + "; ".join(top.fit.reasons)
+        return f"{where} (no valid configuration at {res.counts[-1]})"
+    return f"{where}; most memory-saving at {res.counts[-1]}: " + "; ".join(top.fit.reasons)
 
 
 def plan_row(res: GpuResult, base: Scenario, price: float, max_gpus: int) -> PlanRow:
@@ -217,13 +286,16 @@ def sort_key(row: PlanRow) -> tuple[Any, ...]:
 
 
 __all__ = [
-    "MEGATRON_LAYOUT_RULE",
     "PLAN_RULES",
     "FrozenModel",
+    "MegatronLayout",
     "Plan",
     "PlanRow",
     "RecommendedConfig",
     "excluded_row",
+    "layout_note",
+    "megatron_layout",
+    "megatron_layout_rule",
     "plan_row",
     "recommended_config",
     "sort_key",

@@ -40,8 +40,10 @@ from typing import Any
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
+from calculator.names import Strategy
 from calculator.planning.fit import FitCheck, fit_check, max_model_len
 from calculator.planning.gallop import first_true
+from calculator.planning.layouts import layout_of, section_layout
 from calculator.planning.shared import SharedCandidates, for_gpu, memory_signature, with_gpu
 from calculator.planning.space import (
     BOOL_LEVERS,
@@ -59,7 +61,7 @@ from calculator.planning.space import (
 from calculator.report.estimate import build_context, estimate, time_out
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
-from calculator.resolve.roles import need_critic
+from calculator.resolve.roles import critic_strategy, need_critic
 from calculator.units import GIB_BYTES
 
 _REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
@@ -277,10 +279,16 @@ class GpuSearch:
         b = self.base
         if (b.data.train_batch_size * b.rollout.n) % n or not self.tp_values(n):
             return False
-        if self.megatron:
-            m = b.actor.megatron
-            if n % (m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size):
-                return False
+        # Megatron-core's world rules (calculator.planning.layouts): a count that breaks them fails on verl's check
+        # whatever the memory, which would break the monotone fit the count search relies on.
+        if self.megatron and n % layout_of(b).min_world:
+            return False
+        if (
+            self.has_critic
+            and critic_strategy(b) is Strategy.MEGATRON
+            and n % section_layout(b.critic.megatron).min_world
+        ):
+            return False
         mini = min(b.actor.ppo_mini_batch_size, b.data.train_batch_size) * b.rollout.n
         cmini = min(b.critic.ppo_mini_batch_size or b.actor.ppo_mini_batch_size, b.data.train_batch_size) * b.rollout.n
         return any(
@@ -301,14 +309,14 @@ class GpuSearch:
                 failed_everywhere.add(k)
         return None
 
-    def min_count(self, guess: int | None = None) -> tuple[Evaluation | None, list[int]]:
-        """Smallest feasible count over the valid ladder, by galloping from the first valid count >= ``guess``
-        (the bottom without one) then bisection (``calculator.planning.gallop``). Fitting is monotone over the
-        counts that have a frontier (its memory never grows with the count), so the answer does not depend on the
-        guess; a count without one (no valid most-saving configuration) answers as the next count that has one
-        (the last one above the top). Returns the fitting frontier evaluation there (None when nothing up to
-        max_gpus fits) and the valid counts."""
-        counts = [n for n in self.counts if self.is_valid_count(n)]
+    def min_count(self, guess: int | None = None, top: int | None = None) -> tuple[Evaluation | None, list[int]]:
+        """Smallest feasible count over the valid ladder (up to ``top`` when given), by galloping from the first
+        valid count >= ``guess`` (the bottom without one) then bisection (``calculator.planning.gallop``). Fitting
+        is monotone over the counts that have a frontier (its memory never grows with the count), so the answer does
+        not depend on the guess; a count without one (no valid most-saving configuration) answers as the next count
+        that has one (the last one above the top). Returns the fitting frontier evaluation there (None when nothing
+        up to max_gpus, or ``top``, fits) and the valid counts searched."""
+        counts = [n for n in self.counts if (top is None or n <= top) and self.is_valid_count(n)]
         probes: dict[int, Evaluation | None] = {}
 
         def stand_in(i: int) -> int | None:

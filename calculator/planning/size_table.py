@@ -13,8 +13,9 @@ from calculator.inputs.presets import get_gpu, model_presets
 from calculator.inputs.scenario import Scenario
 from calculator.loading import load_scenario
 from calculator.planning.fit import DEFAULT_MARGIN
+from calculator.planning.layout_search import LayoutCaches, search_gpu_layouts
 from calculator.planning.planner import DEFAULT_MAX_GPUS, check_plan_inputs, dtype_problem, resolve_scenario
-from calculator.planning.recommend import search_gpu
+from calculator.planning.recommend import GpuResult, search_gpu
 from calculator.planning.rows import FrozenModel, RecommendedConfig, recommended_config, unfit_note
 from calculator.planning.settings import Setting
 from calculator.planning.space import LORA_RANK
@@ -114,6 +115,14 @@ def _workload(base: Scenario) -> str:
     )
 
 
+def _search(s: Scenario, gpu_id: str, max_gpus: int, margin: float) -> GpuResult:
+    """One cell's search, as ``plan`` runs it (a Megatron actor's layouts too: calculator.planning.layout_search)."""
+    kw = {"max_gpus": max_gpus, "margin": margin, "allow_lora": False}
+    if s.actor.strategy == "megatron":
+        return search_gpu_layouts(s, gpu_id, caches=LayoutCaches.for_scenario(s), **kw)  # type: ignore[arg-type]
+    return search_gpu(s, gpu_id, **kw)  # type: ignore[arg-type]
+
+
 def size_table(
     base_scenario: Scenario | str | dict[str, Any],
     gpu_id: str,
@@ -135,7 +144,7 @@ def size_table(
         for alg in algorithms:
             s, note = _variant(base, mid, alg)
             excluded = dtype_problem(s, gpu)
-            res = None if excluded else search_gpu(s, gpu.id, max_gpus=max_gpus, margin=margin, allow_lora=False)
+            res = None if excluded else _search(s, gpu.id, max_gpus, margin)
             minimum = recommended_config(res.minimum, s, gpu.hourly_price_usd) if res and res.minimum else None
             rec = recommended_config(res.recommended, s, gpu.hourly_price_usd) if res and res.recommended else None
             why = excluded or unfit_note(res, max_gpus, s)  # type: ignore[arg-type]

@@ -176,3 +176,16 @@ def test_first_fit_on_random_scenarios(d):
         if sug.first_fit:
             new = load_scenario(s, overrides=sug.native_changes)
             assert fit_check(estimate(new), new, MARGIN).fits
+
+
+def test_megatron_moe_advice_searches_the_layout_like_plan():
+    """Qwen3-30B-A3B under Megatron at TP 1 / PP 1 / EP 1 on 8 x H100 fits with no setting of its own layout (every GPU
+    holds the whole model's bf16 params and grads); the planner's search, with layouts (as ``plan``), fits at these
+    8 GPUs, and its verl overrides (after the launch script's model_engine=megatron) estimate a fit."""
+    s = load_scenario(BASE, overrides={"model.path": "qwen3-30b-a3b", "actor.strategy": "megatron"})
+    a = advise(s)
+    sug = next(x for x in a.suggestions if x.lever == "searched_settings")
+    assert sug.fits and sug.num_gpus == 8
+    assert "actor_rollout_ref.actor.megatron.tensor_model_parallel_size" in sug.settings
+    again = load_scenario(s, verl_overrides=["model_engine=megatron", *sug.verl_overrides])
+    assert fit_check(estimate(again), again, a.margin).fits

@@ -263,10 +263,14 @@ def test_v100_is_not_planned_with_bf16():
     assert p.rows[-1].gpu == "v100-16gb"  # rows without a configuration go last
 
 
-def test_megatron_plan_says_its_layout_is_not_searched():
+def test_megatron_plan_says_which_layouts_it_searches():
+    """A Megatron plan's rules say the layouts are searched and the bounds (calculator.planning.layouts); an FSDP
+    plan's rules say nothing about Megatron."""
     from calculator import load_scenario
     from calculator.planning.planner import plan
 
-    meg = plan(load_scenario(None, overrides={"actor.strategy": "megatron"}), gpus=["h100-80gb"])
-    assert "Megatron's TP / PP / EP are the scenario's, not searched" in meg.rules
-    assert "Megatron" not in plan(load_scenario(None), gpus=["h100-80gb"]).rules
+    meg = plan(load_scenario(BASE, overrides={"actor.strategy": "megatron"}), gpus=["h100-80gb"], max_gpus=16)
+    assert "Megatron layouts: the scenario's TP / PP / EP first" in meg.rules
+    assert "TP 1/2/4/8 (within a node" in meg.rules and "PP 1/2/4/8/16" in meg.rules
+    assert "not searched" not in meg.rules
+    assert "Megatron" not in plan(load_scenario(BASE), gpus=["h100-80gb"], max_gpus=16).rules

@@ -79,6 +79,17 @@ def _num(value: Any, fmt: str) -> str:
     return "—" if value is None else fmt.format(value)
 
 
+def _layout(rec: dict[str, Any]) -> dict[str, str]:
+    """The Megatron layout column of a Megatron plan (``recommended.megatron_layout``); no column for FSDP."""
+    if built.scenario is None or built.scenario.actor.strategy != "megatron":
+        return {}
+    m = rec.get("megatron_layout") or {}
+    names = (("TP", "tensor_model_parallel_size"), ("PP", "pipeline_model_parallel_size"))
+    names += (("EP", "expert_model_parallel_size"),)
+    text = " · ".join(f"{k} {m[f]}" for k, f in names if f in m) or "—"
+    return {tr(L, "plan.layout"): text}
+
+
 rows = []
 for row in data.get("rows", []):
     rec = row.get("recommended") or {}
@@ -95,6 +106,7 @@ for row in data.get("rows", []):
             tr(L, "plan.worst"): _num(rec.get("worst_case_gib_per_gpu"), "{:.1f}"),
             tr(L, "plan.step"): _num(rec.get("step_s"), "{:,.1f}"),
             tr(L, "plan.cost"): _num(rec.get("cost_per_step"), "${:.3f}"),
+            **_layout(rec),
             tr(L, "plan.settings"): _settings(rec.get("settings")) if rec else "—",
             tr(L, "plan.min_settings"): _settings(row.get("min_settings")) if row.get("min_gpus") is not None else "—",
             tr(L, "plan.note"): note,
@@ -110,6 +122,8 @@ if with_overrides:
             st.code(" \\\n".join(r["recommended"]["verl_overrides"]), language="bash")
             if r.get("split"):
                 st.code(" \\\n".join(r["split"]["verl_overrides"]), language="bash")
+if built.scenario.actor.strategy == "megatron":
+    st.caption(tr(L, "plan.layouts_searched"))
 if "elapsed_s" in data:
     st.caption(tr(L, "plan.elapsed", s=float(data["elapsed_s"])))
 st.download_button(

@@ -20,7 +20,8 @@ invariants hold per layout), with the scenario's layout first.
   ``num_estimates`` counts every estimate the layouts' searches ran.
 
 Left out: layouts other than the winner's and the scenario's are not compared at 2x / 4x (a layout with less model
-parallelism could be cheaper per step there); the critic's layout is kept (``critic.megatron``).
+parallelism could be cheaper per step there); a critic with a layout or model of its own keeps its ``critic.megatron`` (one with the actor's moves with it,
+``calculator.planning.layouts.critic_follows_actor``).
 """
 
 from __future__ import annotations

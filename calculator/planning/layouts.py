@@ -27,7 +27,9 @@ kept. Each must pass the rules above and fit in ``max_gpus`` (its smallest world
 The scenario's own layout comes first, then the others from least to most model parallelism
 (:func:`parallelism_key`: TP x PP x EP, then less PP, then less TP: pipeline bubbles and per-layer all-reduces
 cost more than the routed tokens' all-to-all). A model with 128 experts and 4 KV heads gets at most
-3 x 5 x 8 = 120 layouts. The critic keeps its own ``critic.megatron`` layout.
+3 x 5 x 8 = 120 layouts. A Megatron critic of the actor's model whose layout is the actor's (as in verl's
+examples, which set both alike) moves with it (:func:`with_layout`); a critic with a layout or model of its own keeps
+its ``critic.megatron``.
 
 The reference policy follows the actor's layout in every release: verl >= 0.7 interpolates ``ref.megatron.*``
 from the actor's (``trainer/config/ref/megatron_ref.yaml``: ``tensor_model_parallel_size:
@@ -41,6 +43,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from calculator.names import Strategy
+from calculator.resolve.roles import critic_strategy, need_critic
 
 if TYPE_CHECKING:
     from calculator.inputs.backends import MegatronSection
@@ -153,17 +158,34 @@ def candidate_layouts(s: Scenario, arch: Architecture, max_gpus: int) -> list[La
     return [own, *sorted(valid, key=parallelism_key)]
 
 
-def with_layout(s: Scenario, lay: Layout) -> Scenario:
-    """``s`` with the actor's TP / PP / EP set to ``lay``'s (the ref follows the actor's; CP and ETP unchanged)."""
-    m = s.actor.megatron
-    new = m.model_copy(
+def _moved(m: MegatronSection, lay: Layout) -> MegatronSection:
+    return m.model_copy(
         update={
             "tensor_model_parallel_size": lay.tp,
             "pipeline_model_parallel_size": lay.pp,
             "expert_model_parallel_size": lay.ep,
         }
     )
-    return s.model_copy(update={"actor": s.actor.model_copy(update={"megatron": new})})
+
+
+def critic_follows_actor(s: Scenario) -> bool:
+    """A Megatron critic of the actor's model with the actor's layout: a planned layout moves it too (module
+    docstring)."""
+    return (
+        need_critic(s)
+        and critic_strategy(s) is Strategy.MEGATRON
+        and s.critic.model_path in (None, s.model.path)
+        and section_layout(s.critic.megatron) == layout_of(s)
+    )
+
+
+def with_layout(s: Scenario, lay: Layout) -> Scenario:
+    """``s`` with the actor's TP / PP / EP set to ``lay``'s (the ref follows the actor's; CP and ETP unchanged), and
+    the critic's too when it follows the actor (:func:`critic_follows_actor`)."""
+    update = {"actor": s.actor.model_copy(update={"megatron": _moved(s.actor.megatron, lay)})}
+    if critic_follows_actor(s):
+        update["critic"] = s.critic.model_copy(update={"megatron": _moved(s.critic.megatron, lay)})
+    return s.model_copy(update=update)
 
 
 __all__ = [
@@ -172,6 +194,7 @@ __all__ = [
     "LAYOUT_TP_CHOICES",
     "Layout",
     "candidate_layouts",
+    "critic_follows_actor",
     "layout_of",
     "layout_problem",
     "parallelism_key",

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from calculator.inputs.scenario import GROUP_ESTIMATORS, Scenario
 from calculator.model.architecture import Architecture
 from calculator.names import Strategy
-from calculator.planning.layouts import layout_of, layout_problem
+from calculator.planning.layouts import critic_follows_actor, layout_of, layout_problem
 from calculator.planning.space import (
     LORA_RANK,
     ROLLOUT_TP_CHOICES,
@@ -262,7 +262,8 @@ def _megatron_parallel(c: _Scope) -> list[Change]:
             if x > getattr(own, attr)
             and layout_problem(replace(own, **{attr: x}), c.arch, per_node, vpp, num_gpus=g) is None
         ]
-        out += [{f"actor.megatron.{field}": x} for x in sizes[:2]]
+        critic = critic_follows_actor(c.s)  # a critic with the actor's layout moves with it, as in the planner
+        out += [{f"actor.megatron.{field}": x} | ({f"critic.megatron.{field}": x} if critic else {}) for x in sizes[:2]]
     return out
 
 

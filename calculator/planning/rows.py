@@ -152,7 +152,8 @@ def megatron_layout_rule() -> str:
         f"GPUs: TP {tps} (within a node, dividing the attention and KV heads) x PP {pps} (dividing the layers) x "
         "EP a power of two dividing the routed experts (MoE only), with the scenario's CP and ETP, the GPUs "
         "divisible by TP x PP x CP and ETP x EP x PP; min_gpus ties keep the scenario's layout, then less model "
-        "parallelism; recommended compares the scenario's layout and the minimum's."
+        "parallelism; recommended compares the scenario's layout and the minimum's; a Megatron critic with the "
+        "actor's model and layout moves with it."
     )
 
 

@@ -206,7 +206,12 @@ def batch_overrides(s: Scenario, opt: BatchOption) -> dict[str, Any]:
 
 def batch_options_for(base: Scenario) -> list[BatchOption]:
     """Micro-batch sizings searched for ``base``, least to most saving: as configured, the token budgets
-    of ``TOKEN_BUDGETS`` below the configured tokens per micro-batch, then one sequence per micro-batch."""
+    of ``TOKEN_BUDGETS`` below the configured tokens per micro-batch, then one sequence per micro-batch.
+
+    A token budget must hold the longest sequence over the Ulysses group (verl/utils/seqlen_balancing.py,
+    :func:`calculator.planning.fit.parallel_problem`). Where the search cannot raise SP (Megatron, or no
+    remove-padding: ``GpuSearch.sp_values`` keeps the scenario's), a budget below that is left out: it could never
+    be built, and as the most saving option it would leave the frontier empty (no estimate, "nothing fits")."""
     b = base
     a = b.actor
     mean_len = (b.data.mean_prompt_length or b.data.max_prompt_length) + (
@@ -220,7 +225,10 @@ def batch_options_for(base: Scenario) -> list[BatchOption]:
         else micro_batch(b, "actor.ppo_micro_batch_size_per_gpu") * mean_len
     )
     opts = [BatchOption("configured")]
-    opts += [BatchOption("dynamic", t) for t in TOKEN_BUDGETS if t < configured]
+    floor = 0
+    if a.strategy == "megatron" or not b.model.use_remove_padding:
+        floor = -(-(b.data.max_prompt_length + b.data.max_response_length) // a.ulysses_sequence_parallel_size)
+    opts += [BatchOption("dynamic", t) for t in TOKEN_BUDGETS if floor <= t < configured]
     if a.use_dynamic_bsz or micro_batch(b, "actor.ppo_micro_batch_size_per_gpu") > 1:
         opts.append(BatchOption("fixed", 1))
     return opts

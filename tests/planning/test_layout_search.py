@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from calculator import estimate, load_scenario, plan
+from calculator.inputs.scenario import Scenario
 from calculator.planning.fit import fit_check
 from calculator.planning.layout_search import LayoutCaches, search_gpu_layouts
 from calculator.planning.layouts import Layout, candidate_layouts, layout_of, with_layout
@@ -150,3 +151,35 @@ def test_size_table_searches_megatron_layouts_like_plan():
     row = plan(s, gpus=["h100-80gb"], max_gpus=64, margin=MARGIN).rows[0]
     assert t.rows[0].min_gpus == row.min_gpus == 8
     assert t.rows[0].min_settings == row.min_settings
+
+
+def test_a_megatron_critic_with_the_actors_layout_moves_with_it_and_estimate_agrees():
+    """PPO (GAE) under Megatron on verl's bare defaults (Qwen2.5-7B, 1,024 prompts, 512 + 512 tokens): the critic has
+    the actor's TP 1 layout, so at TP 1 each GPU holds the critic's full bf16 params and fp32 grads beside the actor's,
+    and the planner found nothing on 40 GB GPUs while it kept the critic at TP 1. The critic now moves with the actor
+    (as verl's PPO examples set both alike); the planned lines set both roles' keys, and ``estimate`` of them fits.
+    Before: 0 estimates and "nothing fits", because the only token budget below the configured one (512) cannot hold
+    a 1,024-token sequence without Ulysses SP, which Megatron does not have (``batch_options_for``)."""
+    s = Scenario.model_validate({"actor": {"strategy": "megatron"}})
+    p = plan(s, gpus=["h100-80gb", "a100-40gb"], margin=MARGIN)
+    assert p.num_estimates > 0
+    for row in p.rows:
+        assert row.min_gpus is not None, row.note
+        cfg = row.recommended
+        actor_tp = cfg.settings["actor_rollout_ref.actor.megatron.tensor_model_parallel_size"]
+        assert cfg.settings["critic.megatron.tensor_model_parallel_size"] == actor_tp > 1
+        # the lines carry the cluster shape, not the GPU type (a plan row is one GPU type)
+        on_gpu = load_scenario(s, overrides={"hardware.gpu": row.gpu})
+        again = load_scenario(on_gpu, verl_overrides=["model_engine=megatron", *cfg.verl_overrides])
+        r = estimate(again)
+        assert fit_check(r, again, MARGIN).fits
+        assert r.peak.gib_per_gpu == pytest.approx(cfg.peak_gib_per_gpu, rel=1e-12)
+
+
+def test_a_critic_with_a_layout_of_its_own_keeps_it():
+    s = load_scenario(
+        BASE, overrides={**MOE, "algorithm.adv_estimator": "gae", "critic.megatron.tensor_model_parallel_size": 2}
+    )
+    moved = with_layout(s, Layout(4, 1, 2))
+    assert layout_of(moved) == Layout(4, 1, 2)
+    assert moved.critic.megatron == s.critic.megatron

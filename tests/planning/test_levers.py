@@ -72,7 +72,8 @@ def test_megatron_parallel_lever_offers_ep_tp_pp_that_megatron_accepts():
     from calculator import load_scenario
     from calculator.planning.levers import lever_candidates
 
-    s = load_scenario(None, overrides={"model.path": "qwen3-30b-a3b", "actor.strategy": "megatron"})
+    grpo = {"algorithm.adv_estimator": "grpo"}  # no critic (test below for one)
+    s = load_scenario(None, overrides={"model.path": "qwen3-30b-a3b", "actor.strategy": "megatron", **grpo})
     got = lever_candidates(s, 64)["megatron_parallel"]
     assert got == [
         {"actor.megatron.expert_model_parallel_size": 2},
@@ -84,4 +85,23 @@ def test_megatron_parallel_lever_offers_ep_tp_pp_that_megatron_accepts():
     ]
     assert "megatron_parallel" not in lever_candidates(
         load_scenario(None, overrides={"model.path": "qwen3-30b-a3b"}), 64
+    )
+
+
+def test_megatron_parallel_lever_moves_a_critic_that_follows_the_actor():
+    """PPO with a Megatron critic of the actor's model and layout: each candidate sets both roles' sizes (as the
+    planner's layouts do, ``calculator.planning.layouts.critic_follows_actor``); a critic with its own TP keeps it."""
+    s = load_scenario(
+        None, overrides={"model.path": "qwen3-30b-a3b", "actor.strategy": "megatron", "algorithm.adv_estimator": "gae"}
+    )
+    got = lever_candidates(s, 64)["megatron_parallel"]
+    assert got and all(
+        change[key.replace("actor.", "critic.")] == value
+        for change in got
+        for key, value in change.items()
+        if key.startswith("actor.")
+    )
+    own = load_scenario(s, overrides={"critic.megatron.tensor_model_parallel_size": 2})
+    assert all(
+        not any(k.startswith("critic.") for k in change) for change in lever_candidates(own, 64)["megatron_parallel"]
     )

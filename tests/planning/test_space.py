@@ -62,6 +62,17 @@ def test_batch_options_of_the_reference(base):
     assert BatchOption("dynamic", 4096).label == "token budget 4096"
 
 
+def test_megatron_batch_options_leave_out_budgets_below_the_longest_sequence(base):
+    """Megatron cannot raise Ulysses SP, so a token budget below max prompt + max response (512 + 1,024 = 1,536
+    tokens here) could never be built: 1,024 and 512 are left out, 2,048 and up stay. FSDP keeps them (SP can
+    make them valid)."""
+    meg = base.model_copy(update={"actor": base.actor.model_copy(update={"strategy": "megatron"})})
+    meg = meg.model_copy(update={"data": meg.data.model_copy(update={"max_response_length": 1024})})
+    assert [o.value for o in batch_options_for(meg)[1:-1]] == [16384, 8192, 4096, 2048]
+    fsdp = meg.model_copy(update={"actor": meg.actor.model_copy(update={"strategy": "fsdp"})})
+    assert [o.value for o in batch_options_for(fsdp)[1:-1]] == [16384, 8192, 4096, 2048, 1024, 512]
+
+
 def test_batch_overrides_cap_explicit_log_prob_sizes_and_give_the_critic_twice_the_budget():
     """PPO preset: log-prob and critic micro-batches unset; with fixed micro-batches verl requires them
     (validate_config, CriticConfig.__post_init__), so the planner sets them to its size; critic budget 32,768."""

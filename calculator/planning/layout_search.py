@@ -29,12 +29,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calculator.inputs.scenario import Scenario
+from calculator.memory.training import megatron_state
+from calculator.model.architecture import Architecture
+from calculator.model.roles import policy_role
+from calculator.names import Role
 from calculator.planning.layouts import Layout, candidate_layouts, with_layout
 from calculator.planning.recommend import GpuResult, fastest_candidates, selection_key, unfit_result
 from calculator.planning.search import GpuSearch
 from calculator.planning.shared import MemorySignature, SharedCandidates
 from calculator.planning.space import Evaluation
 from calculator.resolve.architectures import resolve_architectures
+from calculator.units import GIB_BYTES
 
 
 @dataclass
@@ -70,16 +75,31 @@ class _Best:
         return self.first.knobs.num_gpus
 
 
+def update_floor_bytes(s: Scenario, arch: Architecture) -> int:
+    """A lower bound on ``s``'s ``update_actor`` memory per GPU that no GPU count changes: the actor's bf16 params
+    and its grad buffer, which the update holds (``calculator.memory.phases.role_state``: params are loaded for the
+    pass, grads live through the update) and Megatron's data parallelism does not shard (only the distributed
+    optimizer does: ``calculator.memory.training.megatron_state``). A layout whose floor is over the fit limit
+    (usable x (1 - margin), ``calculator.planning.fit``) fits at no count, so it is skipped without an estimate;
+    the answer is the one the search would give."""
+    st = megatron_state(s, policy_role(Role.ACTOR, arch), s.actor.megatron, trained=True)
+    return st.params.bytes + st.grads.bytes
+
+
 def _scan(
     base: Scenario, layouts: list[Layout], own: GpuSearch, best: _Best | None, caches: LayoutCaches, **kw: object
 ) -> tuple[_Best | None, list[GpuSearch]]:
     """Search the other layouts below the best minimum (module docstring); returns the best and the searches run."""
     searches: list[GpuSearch] = []
+    limit_gib = own.gpu.usable_memory_gib * (1.0 - own.margin)
     for lay in layouts:
         top = best.count - 1 if best is not None else own.max_gpus
         if lay.min_world > top:
             continue
-        srch = GpuSearch(with_layout(base, lay), own.gpu.id, shared=caches.get(lay), **kw)  # type: ignore[arg-type]
+        s = with_layout(base, lay)
+        if update_floor_bytes(s, own.arch) / GIB_BYTES > limit_gib:
+            continue  # fits at no count: the update alone holds more than the limit (update_floor_bytes)
+        srch = GpuSearch(s, own.gpu.id, shared=caches.get(lay), **kw)  # type: ignore[arg-type]
         first, _ = srch.min_count(guess=srch.shared.count_guess(srch.gpu) or top, top=top)
         searches.append(srch)
         if first is not None:

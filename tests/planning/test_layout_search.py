@@ -9,7 +9,7 @@ import pytest
 from calculator import estimate, load_scenario, plan
 from calculator.inputs.scenario import Scenario
 from calculator.planning.fit import fit_check
-from calculator.planning.layout_search import LayoutCaches, search_gpu_layouts
+from calculator.planning.layout_search import LayoutCaches, search_gpu_layouts, update_floor_bytes
 from calculator.planning.layouts import Layout, candidate_layouts, layout_of, with_layout
 from calculator.planning.recommend import search_gpu
 from calculator.planning.search import GpuSearch
@@ -183,3 +183,23 @@ def test_a_critic_with_a_layout_of_its_own_keeps_it():
     moved = with_layout(s, Layout(4, 1, 2))
     assert layout_of(moved) == Layout(4, 1, 2)
     assert moved.critic.megatron == s.critic.megatron
+
+
+_FLOOR_CASES = [
+    (lay, gpus)
+    for lay in (Layout(1, 1, 1), Layout(2, 1, 4), Layout(4, 2, 8), Layout(1, 4, 2))
+    for gpus in (8, 16, 64)
+    if gpus % lay.min_world == 0  # Layout(4, 2, 8) (ETP = TP 4) needs 64 GPUs
+]
+
+
+@pytest.mark.parametrize(("lay", "gpus"), _FLOOR_CASES)
+def test_the_update_floor_is_below_every_estimated_update(lay, gpus):
+    """``update_floor_bytes`` (the skip rule of the layout scan) never exceeds the estimate's update_actor, and no
+    GPU count changes it: it is the update's params + grad buffer, which data parallelism does not shard."""
+    s = with_layout(load_scenario(_moe(), overrides={"hardware.num_gpus": gpus}), lay)
+    arch = resolve_architectures(s)[0]
+    update = next(p for p in estimate(s, with_time=False).phases if p.name == "update_actor")
+    floor = update_floor_bytes(s, arch)
+    assert 0 < floor <= update.total_bytes
+    assert floor == update_floor_bytes(load_scenario(s, overrides={"hardware.num_gpus": 1024}), arch)

@@ -155,31 +155,57 @@ def _adamw_step_transient(optimizer: str, trainable_params: int, mb: int, n: int
 
 
 @dataclass(frozen=True)
-class _MegatronSplit:
-    """Parameters of one GPU under Megatron: dense parts split by TP x PP, routed experts by EP x ETP x PP
-    (``local``), and further over their data-parallel groups for the distributed optimizer (``sharded``)."""
+class MegatronShards:
+    """Parameters of one GPU under Megatron, by the data-parallel group that reduces their grads and shards their
+    optimizer state (megatron-core 0.16.1 ``distributed/distributed_data_parallel.py``: dense params in buffers over
+    the DP x CP group, routed-expert params in separate buffers over the expert data-parallel group
+    ``intra_expt_dp_group``; the distributed optimizer shards each buffer over its own group). Group sizes and rank
+    strides follow ``parallel_state.initialize_model_parallel`` (order ``tp-cp-ep-dp-pp``): the dense DP group has
+    GPUs / (TP x CP x PP) ranks, TP x CP apart; the expert DP group GPUs / (ETP x EP x PP) ranks, ETP x EP apart.
+    The memory model reads ``local`` / ``sharded``, the time model the groups (``calculator.timing.backend``)."""
 
-    local: float
-    sharded: float
+    dense_local: float  # dense parameters on this GPU: / (TP x PP)
+    expert_local: float  # routed-expert parameters on this GPU: / (EP x ETP x PP)
     dp: int
+    dp_stride: int
+    expert_dp: int
+    expert_dp_stride: int
     text: str
 
+    @property
+    def local(self) -> float:
+        return self.dense_local + self.expert_local
 
-def _megatron_split(g: int, m: MegatronSection, dense: float, expert: float) -> _MegatronSplit:
+    @property
+    def sharded(self) -> float:
+        """Parameters whose optimizer state this GPU holds and steps (distributed optimizer)."""
+        return self.dense_local / self.dp + self.expert_local / self.expert_dp
+
+
+def megatron_shards(g: int, m: MegatronSection, dense: float, expert: float) -> MegatronShards:
+    """:class:`MegatronShards` of ``dense`` + ``expert`` parameters on ``g`` GPUs under ``m``'s layout."""
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     ep = m.expert_model_parallel_size
     etp = m.expert_tensor_parallel_size or tp
-    dp = max(1, g // (tp * pp * cp))
-    exp_dp = max(1, g // (ep * etp * pp))
     text = f"dense {dense:,} / (TP {tp} x PP {pp})" + (
         f" + experts {expert:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert else ""
     )
-    return _MegatronSplit(
-        local=dense / (tp * pp) + expert / (ep * etp * pp),
-        sharded=dense / (tp * pp * dp) + expert / (ep * etp * pp * exp_dp),
-        dp=dp,
+    return MegatronShards(
+        dense_local=dense / (tp * pp),
+        expert_local=expert / (ep * etp * pp),
+        dp=max(1, g // (tp * pp * cp)),
+        dp_stride=tp * cp,
+        expert_dp=max(1, g // (ep * etp * pp)),
+        expert_dp_stride=ep * etp,
         text=text,
     )
+
+
+def megatron_role_shards(s: Scenario, role: RoleModel, m: MegatronSection) -> MegatronShards:
+    """One Megatron role's parameters on ``s.hardware.num_gpus`` GPUs: its routed experts apart from the rest."""
+    arch = role.arch
+    expert = arch.num_experts * arch.expert_params() * arch.num_moe_layers
+    return megatron_shards(s.hardware.num_gpus, m, role.num_params - expert, expert)
 
 
 def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bool) -> TrainingState:
@@ -190,8 +216,7 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
     default)."""
     g = s.hardware.num_gpus
     arch = role.arch
-    expert_p = arch.num_experts * arch.expert_params() * arch.num_moe_layers
-    base = _megatron_split(g, m, role.num_params - expert_p, expert_p)
+    base = megatron_role_shards(s, role, m)
     params = StatePart(int(base.local * 2), f"bf16 params: {base.text}, x 2 B")
     if not trained:
         return TrainingState(
@@ -200,7 +225,7 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
     rank = {"actor": s.model.lora_rank, "critic": s.critic.lora_rank}.get(role.name, 0)
     train, label = base, ""
     if rank:
-        train, label = _megatron_split(g, m, *megatron_lora_params(arch, rank, s.model.target_modules)), "adapters: "
+        train, label = megatron_shards(g, m, *megatron_lora_params(arch, rank, s.model.target_modules)), "adapters: "
         params = StatePart(
             int(base.local * 2 + train.local * 2),
             f"frozen base, bf16 params: {base.text} + LoRA rank {rank} adapters: {train.text}, x 2 B",

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import MegatronSection, Scenario
 from calculator.memory.context import Context
-from calculator.memory.training import shard_size
+from calculator.memory.training import megatron_role_shards, shard_size
 from calculator.model.architecture import Architecture
 from calculator.model.roles import RoleModel, trainable_adapter_params
 from calculator.resolve.batching import PassBatch
@@ -45,55 +45,6 @@ OPTIMIZER_STEP_TENSORS = {"AdamW": 8, "adam": 8, "SGD": 4, "Adafactor": 4}
 OPTIMIZER_STATES = {"AdamW": 2, "adam": 2, "SGD": 0, "Adafactor": 0}  # moments kept per param (training.py)
 
 
-class DpSplit(NamedTuple):
-    """A Megatron rank's parameters by the data-parallel group that reduces their grads and shards their optimizer
-    state (megatron-core 0.16.1 ``distributed/distributed_data_parallel.py``: dense params in buffers over the DP x CP
-    group, expert params in separate buffers over the EXPERT data-parallel group ``intra_expt_dp_group``; the
-    distributed optimizer shards each buffer over its own group). Group sizes and rank strides follow
-    ``parallel_state.initialize_model_parallel`` (order ``tp-cp-ep-dp-pp``): the dense DP group has
-    GPUs / (TP x CP x PP) ranks, TP x CP apart; the expert DP group has GPUs / (ETP x EP x PP) ranks, ETP x EP apart
-    (``expert_data_parallel_size = world_size // expert_tensor_model_pipeline_parallel_size``). The memory model's
-    ``memory.training._megatron_split`` shards the optimizer the same way."""
-
-    dense_local: float
-    expert_local: float
-    dp: int
-    dp_stride: int
-    expert_dp: int
-    expert_dp_stride: int
-
-    @property
-    def local(self) -> float:
-        return self.dense_local + self.expert_local
-
-    @property
-    def optimizer_shard(self) -> float:
-        """Parameters whose optimizer state this rank holds and steps (distributed optimizer)."""
-        return self.dense_local / self.dp + self.expert_local / self.expert_dp
-
-
-def megatron_dp_split(s: Scenario, role: RoleModel, m: MegatronSection) -> DpSplit:
-    """``DpSplit`` of one Megatron role on ``s.hardware.num_gpus`` GPUs."""
-    g = s.hardware.num_gpus
-    tp, pp, cp, ep = (
-        m.tensor_model_parallel_size,
-        m.pipeline_model_parallel_size,
-        m.context_parallel_size,
-        m.expert_model_parallel_size,
-    )
-    etp = m.expert_tensor_parallel_size or tp
-    a = role.arch
-    expert = a.num_moe_layers * a.num_experts * a.expert_params()
-    return DpSplit(
-        dense_local=(role.num_params - expert) / (tp * pp),
-        expert_local=expert / (ep * etp * pp),
-        dp=max(1, g // (tp * cp * pp)),
-        dp_stride=tp * cp,
-        expert_dp=max(1, g // (ep * etp * pp)),
-        expert_dp_stride=ep * etp,
-    )
-
-
 class TrainingEngine:
     """One model as an engine: which parallelism and offload settings apply to it."""
 
@@ -117,8 +68,9 @@ class TrainingEngine:
         self.dp = plan.dp
         self.p_off, self.o_off = plan.param_offload, plan.optimizer_offload
         # Megatron: the dense / expert parameters a GPU holds, and the data-parallel groups their grads are reduced
-        # over and their optimizer state is sharded over (``megatron_dp_split``); FSDP: all over the FSDP group.
-        self.dp_split = megatron_dp_split(s, role, plan.megatron) if self.megatron else None
+        # over and their optimizer state is sharded over (``memory.training.MegatronShards``); FSDP: all over the
+        # FSDP group.
+        self.dp_split = megatron_role_shards(s, role, plan.megatron) if self.megatron else None
         self.local = self.dp_split.local if self.dp_split else self.params / self.n
 
     def offload_seconds(self, *, optimizer: bool) -> float:
@@ -130,7 +82,7 @@ class TrainingEngine:
         if optimizer and self.o_off and not self.cpu_policy:
             states = OPTIMIZER_STATES.get(self.s.actor.optim.optimizer, 2)
             if self.dp_split:  # distributed optimizer: fp32 master + moments, sharded over each param's DP group
-                shard = self.dp_split.optimizer_shard if self.meg.use_distributed_optimizer else self.local
+                shard = self.dp_split.sharded if self.meg.use_distributed_optimizer else self.local
                 b += 2 * shard * (4 + 4 * states)
             else:  # moments in the model dtype, sharded over the FSDP group
                 b += 2 * self.trainable / self.n * states * self.mb
@@ -240,7 +192,7 @@ def megatron_pass(
 
 def megatron_dp_seconds(ctx: Context, r: TrainingEngine) -> float:
     """One mini-batch's gradient reduce-scatter (fp32, 4 B) + updated-parameter all-gather (bf16, 2 B) of the
-    distributed optimizer (without it: an fp32 all-reduce, 2 x 4 B), each buffer over its own group (``backend.DpSplit``): the dense params over the DP group,
+    distributed optimizer (without it: an fp32 all-reduce, 2 x 4 B), each buffer over its own group (``memory.training.MegatronShards``): the dense params over the DP group,
     the expert params over the expert DP group, at that group's bandwidth (``strided_group_bytes_per_s``). Not
     overlapped with compute: verl builds Megatron's DDP with overlap_grad_reduce False and grad_reduce_in_fp32 True
     (verl 0.5.0 / 0.9.1 ``utils/megatron_utils.py``, the DDP config dict)."""

@@ -213,7 +213,7 @@ def _update_phase(
         terms = {k: rounds * v for k, v in per.items()}
         terms["dp_comm"] = rounds * megatron_dp_seconds(ctx, r)
         assert r.dp_split is not None
-        opt_params = r.dp_split.optimizer_shard if r.meg.use_distributed_optimizer else r.local
+        opt_params = r.dp_split.sharded if r.meg.use_distributed_optimizer else r.local
         rc = r.meg.recompute_granularity
         f = (
             f"Megatron: {rounds} mini-batches x {pb.num_micro_batches} micro-batches, executed "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from calculator import load_scenario
+from calculator.memory.training import megatron_role_shards
 from calculator.names import Phase
 from calculator.report.estimate import build_context
 from calculator.timing.backend import (
@@ -14,7 +15,6 @@ from calculator.timing.backend import (
     fsdp_io,
     host_seconds,
     megatron_dp_seconds,
-    megatron_dp_split,
     megatron_pass,
     megatron_recompute,
     ulysses_seconds,
@@ -192,17 +192,17 @@ def _qwen3_moe_megatron(num_gpus: int, **extra):
     return s, build_context(s)
 
 
-def test_megatron_dp_split_shards_experts_over_the_expert_dp_group():
+def test_megatron_shards_split_experts_over_the_expert_dp_group():
     """Qwen3-30B-A3B, TP 1 EP 8 on 16 GPUs: experts 48 layers x 128 x 3 x 2048 x 768 = 28,991,029,248 params,
     dense 30,532,122,624 - that = 1,541,093,376. Each GPU holds all dense params (TP 1) and 1/8 of the experts
     (3,623,878,656). Dense DP = 16 / (TP 1 x CP 1 x PP 1) = 16, ranks 1 apart; expert DP = 16 / (EP 8 x ETP 1) = 2,
     ranks 8 apart (one per node). Distributed-optimizer shard = 1,541,093,376 / 16 + 3,623,878,656 / 2
     = 96,318,336 + 1,811,939,328 = 1,908,257,664 (the old DP-only split gave 5,164,972,032 / 16 = 322,810,752)."""
     s, ctx = _qwen3_moe_megatron(16)
-    d = megatron_dp_split(s, ctx.actor, ctx.r.actor.megatron)
+    d = megatron_role_shards(s, ctx.actor, ctx.r.actor.megatron)
     assert (d.dense_local, d.expert_local) == (1_541_093_376, 3_623_878_656)
     assert (d.dp, d.dp_stride, d.expert_dp, d.expert_dp_stride) == (16, 1, 2, 8)
-    assert d.optimizer_shard == 1_908_257_664
+    assert d.sharded == 1_908_257_664
 
 
 def test_megatron_dp_seconds_uses_each_group_bandwidth():

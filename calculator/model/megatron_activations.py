@@ -72,12 +72,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from calculator.model.activations import BF16, FP32
 from calculator.model.architecture import Architecture
 
-BF16 = 2
-FP32 = 4
-INT64 = 8
-INT32 = 4
+INT64 = 8  # top-k expert indices (torch.topk)
+INT32 = 4  # TE's permutation row map and the chunk-sort map
 
 
 @dataclass(frozen=True)
@@ -110,6 +109,12 @@ def te_norm_bytes(width: int, split: MegatronSplit) -> int:
     return (BF16 * width + FP32) // split.seq
 
 
+def te_norm_with_output_bytes(width: int, split: MegatronSplit) -> int:
+    """A ``TENorm`` whose bf16 output the next linear saves (the router's gating, MLA's down projections, the output
+    layer): input, rsigma and that output."""
+    return te_norm_bytes(width, split) + BF16 * width // split.seq
+
+
 def attention_terms(arch: Architecture, split: MegatronSplit, *, selective: bool = False) -> dict[str, int]:
     """Saved bytes per token of one self-attention block, by tensor (see the module docstring)."""
     if arch.is_mla:
@@ -133,7 +138,7 @@ def _mla_terms(arch: Architecture, split: MegatronSplit, selective: bool) -> dic
     tp, h = split.tp, arch.hidden_size
     heads = _heads(arch.num_attention_heads, tp)
     qk_head = arch.qk_nope_head_dim + arch.qk_rope_head_dim
-    terms = {"input_layernorm": te_norm_bytes(h, split) + BF16 * h // split.seq}
+    terms = {"input_layernorm": te_norm_with_output_bytes(h, split)}
     if arch.q_lora_rank:
         terms["q_up_layernorm_linear"] = norm_fused_linear_bytes(arch.q_lora_rank, split)
     terms["kv_down_output"] = BF16 * (arch.kv_lora_rank + arch.qk_rope_head_dim) // split.seq
@@ -161,7 +166,7 @@ def moe_terms(arch: Architecture, split: MegatronSplit) -> dict[str, int]:
     sigmoid = arch.router_score_bias  # DeepSeek-V3's sigmoid router saves its fp32 T x E output (moe_utils.py 717)
     per_copy = BF16 * h + 2 * BF16 * inter + FP32 + BF16 * inter + INT32
     terms = {
-        "pre_mlp_layernorm": te_norm_bytes(h, split) + BF16 * h // split.seq,
+        "pre_mlp_layernorm": te_norm_with_output_bytes(h, split),
         "routing_metadata": (INT64 * k + FP32 * k + FP32 * e * (2 if sigmoid else 1) + e + INT32 * (2 * e + 1))
         // split.seq,
         "routed_copies": k * split.etp * per_copy // split.seq,
@@ -211,4 +216,4 @@ def layer_input_bytes(arch: Architecture, split: MegatronSplit) -> int:
 
 def final_norm_bytes(arch: Architecture, split: MegatronSplit) -> int:
     """``final_layernorm`` (``TENorm``) on the last stage: input, rsigma and the output the output layer saves."""
-    return te_norm_bytes(arch.hidden_size, split) + BF16 * arch.hidden_size // split.seq
+    return te_norm_with_output_bytes(arch.hidden_size, split)

@@ -159,13 +159,7 @@ def candidate_layouts(s: Scenario, arch: Architecture, max_gpus: int) -> list[La
 
 
 def _moved(m: MegatronSection, lay: Layout) -> MegatronSection:
-    return m.model_copy(
-        update={
-            "tensor_model_parallel_size": lay.tp,
-            "pipeline_model_parallel_size": lay.pp,
-            "expert_model_parallel_size": lay.ep,
-        }
-    )
+    return m.model_copy(update=dict(zip(LAYOUT_FIELDS, (lay.tp, lay.pp, lay.ep), strict=True)))
 
 
 def critic_follows_actor(s: Scenario) -> bool:

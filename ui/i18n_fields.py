@@ -130,7 +130,7 @@ FIELD_HELP_ZH: dict[str, str] = {
     "model.use_remove_padding": "去除 padding 拼接序列（varlen flash-attention）：显存按真实 token 数计算。",
     "name": "场景名称。",
     "overheads.cuda_context_gib": "每张 GPU 上每个进程的 CUDA 上下文。启用 CUDA 懒加载（CUDA >= 11.7，12.2 起默认）时约 0.5 GiB；V100 上非懒加载实测 1343 MiB（HF perf_train_gpu_one）。verl 0.9 中每张 GPU 运行两个进程（训练 worker + rollout 服务）。",
-    "overheads.fragmentation_fraction": "缓存分配器在训练端临时张量之上额外保留的显存（reserved - allocated），按临时张量的比例计。PyTorch 把大块取整到 2 MiB 段并拆分缓存块；训练日志中 reserved/allocated 通常为 1.05-1.2（perf/max_memory_reserved_gb 对比 allocated）。",
+    "overheads.fragmentation_fraction": "缓存分配器在训练端临时张量之上额外保留的显存（reserved - allocated），按临时张量的比例计。PyTorch 把大块取整到 2 MiB 段并拆分缓存块；训练日志中 reserved/allocated 通常为 1.05-1.2（perf/max_memory_reserved_gb 对比 allocated）。适用于分配器使用固定段的情况：verl 0.5、各版本的权重同步阶段、昇腾；verl >= 0.6 的训练阶段启用 expandable segments，空闲页会被复用（这些阶段不计此项）。",
     "overheads.sglang_reserved_gib": "SGLang 静态池之外的显存（激活、CUDA graph），必须放进 GPU 的 (1 - mem_fraction_static) 中；仅用于告警。",
     "overheads.trainer_nccl_gib": "训练进程组的 NCCL 通信缓冲区（不在 torch 分配器内）：FSDP 组的 ring/tree 上每个通道每个对端 NCCL_BUFFSIZE 4 MiB。",
     "overheads.vllm_cuda_graph_per_graph_mib": "每多捕获一个 CUDA graph 的显存（vLLM profile_cudagraph_memory 按单图外推，至少 1 MiB）。verl 的 FULL_AND_PIECEWISE 与 51 个尺寸下约 0.4 GiB，再加最大一次捕获的缓冲区；日志实测 0.3-1.4 GiB。",

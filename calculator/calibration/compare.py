@@ -25,6 +25,7 @@ from calculator.loading import load_scenario
 from calculator.names import PHASE_ORDER, Comp
 from calculator.report.estimate import estimate
 from calculator.report.models import Report
+from calculator.resolve.resolved import resolve
 
 FRAGMENTATION_FIELD = "overheads.fragmentation_fraction"
 GAP_TO_EXPLAIN = 0.10  # a phase more than 10 % off gets its mechanism terms spelled out
@@ -197,6 +198,12 @@ def fragmentation_fit(scenario: Scenario, memory: MemoryComparison) -> tuple[flo
         )
     current = scenario.overheads.fragmentation_fraction
     frag_gib = memory.predicted_reserved_gib - memory.predicted_gib
+    if frag_gib <= 0 and current > 0 and resolve(scenario).trainer_expandable_segments:
+        return None, (
+            f"verl {scenario.verl_version} runs the trainer's passes with expandable segments: the logged reserved - "
+            "allocated gap is cached pages the allocator unmaps before it reports an OOM, not memory lost to "
+            "fragmentation (calculator/memory/phases.py _fragmentation)"
+        )
     if current <= 0 or frag_gib <= 0:
         return None, "the scenario predicts no fragmentation term to scale (fragmentation_fraction 0)"
     transient_gib = frag_gib / current

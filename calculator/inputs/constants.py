@@ -38,7 +38,9 @@ class OverheadConfig(NoBoolNumbers):
         le=1,
         description="Caching-allocator reserve on top of the trainer's transient tensors (reserved - allocated), "
         "as a fraction of them. PyTorch rounds large blocks to 2 MiB segments and splits cached blocks; "
-        "reserved/allocated of 1.05-1.2 is typical in training logs (perf/max_memory_reserved_gb vs allocated).",
+        "reserved/allocated of 1.05-1.2 is typical in training logs (perf/max_memory_reserved_gb vs allocated). "
+        "Applies where the allocator uses fixed segments: verl 0.5, the weight sync of every release, Ascend; verl "
+        ">= 0.6 runs the trainer's passes with expandable segments, whose free pages are reused (no term there).",
     )
     vllm_non_torch_gib: float = Field(
         default=0.25,

@@ -292,8 +292,8 @@ def _root_lingers(plan: TrainerPlan) -> bool:
 # ---- runtime ------------------------------------------------------------------------------------
 
 
-def _runtime_components(ctx: Context, transient: int) -> list[Component]:
-    return _remembered(ctx, ("runtime",), lambda: _fixed_runtime(ctx)) + [_fragmentation(ctx, transient)]
+def _runtime_components(ctx: Context, row: PhaseRow, transient: int) -> list[Component]:
+    return _remembered(ctx, ("runtime",), lambda: _fixed_runtime(ctx)) + [_fragmentation(ctx, row, transient)]
 
 
 def _fixed_runtime(ctx: Context) -> list[Component]:
@@ -330,13 +330,30 @@ def _fixed_runtime(ctx: Context) -> list[Component]:
     return out
 
 
-def _fragmentation(ctx: Context, transient: int) -> Component:
+def _fragmentation(ctx: Context, row: PhaseRow, transient: int) -> Component:
+    """Memory the caching allocator holds but cannot hand out (reserved - allocated) in a phase.
+
+    Fixed-size segments: a freed block serves only requests that fit inside it and a segment goes back to the
+    driver only when wholly free, so the trainer's transients leave ``overheads.fragmentation_fraction`` of
+    themselves unusable. verl >= 0.6 runs the trainer's passes with expandable segments
+    (``Resolved.trainer_expandable_segments``): one growing segment per stream whose free pages the allocator
+    unmaps and maps again where an allocation needs them before it reports an OOM (PyTorch
+    c10/cuda/CUDACachingAllocator.cpp ``ExpandableSegment``, ``release_cached_blocks``), so fragmentation does
+    not take usable memory there. Left out: the partly used pages at the edges of free blocks (20 MiB pages in
+    the large pool, ``kLargeBuffer``). verl switches them off for the weight sync and the rollout (the phases
+    without a trainer pass), which keep the term."""
     ov = ctx.s.overheads
+    if ctx.r.trainer_expandable_segments and row.compute is not None:
+        nbytes = 0
+        formula = "0: the trainer's passes run with expandable segments (verl >= 0.6), whose free pages are reused"
+    else:
+        nbytes = int(transient * ov.fragmentation_fraction)
+        formula = f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {format_gib(transient)}"
     return Component(
         name=Comp.FRAGMENTATION,
         role=Role.RUNTIME,
-        bytes=int(transient * ov.fragmentation_fraction),
-        formula=f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {format_gib(transient)}",
+        bytes=nbytes,
+        formula=formula,
         torch_allocated=False,
         process=Process.TRAINER,
     )
@@ -377,7 +394,7 @@ def phase_memory(ctx: Context, phase: Phase, worst: bool) -> PhaseMemory:
         comps += made
         if kind not in NOT_FRAGMENTING:
             transient += sum(c.bytes for c in made)
-    comps += _runtime_components(ctx, transient)
+    comps += _runtime_components(ctx, row, transient)
     return PhaseMemory(name=phase, components=tuple(c for c in comps if c.bytes > 0))
 
 

@@ -126,6 +126,9 @@ class Resolved:
     entropy_in_update: bool  # update_actor computes the entropy (entropy_coeff != 0 or calculate_entropy)
     ref_on_gpu: bool  # the separate ref keeps its params on the GPU (Megatron without offload)
     ref_streams_weights: bool  # the FSDP ref forward streams fp32 shards from CPU each pass
+    # The trainer's passes run with PyTorch's expandable segments (VersionBehaviour.trainer_expandable_segments on a
+    # GPU whose allocator verl switches: CUDA / ROCm; not assumed for Ascend, whose torch-npu needs >= 2.9.0).
+    trainer_expandable_segments: bool
     decisions: tuple[Decision, ...]
 
     @property
@@ -361,9 +364,10 @@ def _resolve(s: Scenario, archs: Archs) -> Resolved:
     critic_epochs = d.get("critic.ppo_epochs") if has_critic else 0
     critic_mini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size)
     processes = (1 if ver.rollout_in_trainer_process else 2) + (1 if has_reward else 0)
+    gpu = get_gpu(s.hardware.gpu)
     return Resolved(
         scenario=s,
-        gpu=get_gpu(s.hardware.gpu),
+        gpu=gpu,
         actor_arch=actor_arch,
         critic_arch=critic_arch,
         reward_arch=reward_arch,
@@ -397,5 +401,6 @@ def _resolve(s: Scenario, archs: Archs) -> Resolved:
         ref_streams_weights=ref is not None
         and not ref.is_megatron
         and (ver.ref_forward_streams_weights or ref.param_offload),
+        trainer_expandable_segments=ver.trainer_expandable_segments and gpu.vendor != "huawei",
         decisions=tuple(d.decisions),
     )

@@ -147,6 +147,17 @@ class VersionBehaviour(BaseModel):
         "unpadded samples into TransferQueue (trainer/ppo/v1/agent_loop_tq.py async_kv_batch_put) and the driver "
         "handles metadata. Read by timing/overheads.py (dispatch).",
     )
+    trainer_expandable_segments: bool = Field(
+        default=True,
+        description="The trainer's passes (reward model, log-probs, values, updates) run with PyTorch's expandable "
+        "segments: verl switches them on when it leaves rollout mode and off again for the weight sync, in every "
+        "worker (utils/device.py set_expandable_segments; 0.6.0 workers/fsdp_workers.py:683 off, :731 on, "
+        "megatron_workers.py:577 off, :608 on; 0.7.1 fsdp_workers.py:802 / :855, megatron_workers.py:683 / :743; "
+        "0.8.0 engine_workers.py:702 / :746; 0.9.1 engine_workers.py:768 / :827). Not in 0.5.0 (no such call). "
+        "The call reaches torch.cuda only (ROCm included) until 0.8, where it also tries torch.npu, which needs "
+        "torch-npu >= 2.9.0 (0.8.0 utils/device.py:147-152). Read by resolve (Resolved.trainer_expandable_segments) "
+        "and memory/phases.py (the fragmentation term).",
+    )
     notes: str = ""
     sources: tuple[str, ...] = ()
 
@@ -334,6 +345,7 @@ VERSION_BEHAVIOUR: dict[str, VersionBehaviour] = {
         ),
         balance_batch_banded=False,
         megatron_lora=False,
+        trainer_expandable_segments=False,
     ),
 }
 # DESIGN.md 6.5: the minor versions stay accepted as aliases of their newest patch release.

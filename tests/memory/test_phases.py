@@ -32,6 +32,26 @@ def ref_report():
     return estimate(load_scenario("qwen2.5-7b-grpo-8xh100"))
 
 
+def test_fragmentation_follows_the_allocator_mode():
+    """verl 0.9.1 runs the trainer's passes with expandable segments (no fragmentation term) and the weight sync
+    without (the term stays); verl 0.5 allocates from fixed segments everywhere: 10 % of the update's transients."""
+    new = estimate(load_scenario("qwen2.5-7b-grpo-8xh100"), with_time=False)
+    for p in new.phases:
+        has = "fragmentation" in p.components
+        assert has == (p.name == "weight_sync"), p.name
+    old = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", {"verl_version": "0.5"}), with_time=False)
+    upd = phase(old, "update_actor")
+    frag = comp_bytes(old, "update_actor", "fragmentation")
+    # the update's transients: the gathered unit, the checkpointed activations and the logits (17.71 GiB)
+    transient = sum(comp_bytes(old, "update_actor", c) for c in ("actor_unsharded_params", "actor_activations"))
+    transient += comp_bytes(old, "update_actor", "actor_logits")
+    assert frag == int(transient * 0.10)
+    assert frag == pytest.approx(1.77 * GIB, rel=0.01)  # the README's figure
+    # the actor's own tensors are the same under both releases: only the allocator term differs
+    actor = {c.name: c.bytes for c in phase(new, "update_actor").details if c.name.startswith("actor_")}
+    assert actor == {c.name: c.bytes for c in upd.details if c.name.startswith("actor_")}
+
+
 def test_fsdp_training_state_by_hand(ref_report):
     """fp32 master 4 B/param/8, fp32 grads 4 B/param/8, AdamW 8 B/param/8 (DESIGN.md 4.2): 16 B/param/N in the update."""
     r = ref_report

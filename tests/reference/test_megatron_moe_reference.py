@@ -15,9 +15,9 @@ verl logs as perf/max_memory_allocated_gb) was below the H20's 95.6 GiB. rlplan 
 entropy's bf16 logits and fp32 softmax 8.69. That is at the capacity, not below it: rlplan is conservative here by a
 few per cent (it adds the layer working set, 0.78 GiB, to the loss's tensors, which do not coexist with it), so the
 check is that the allocated peak is within 3 % of the usable memory. The full estimate adds the allocator and
-runtime terms that are heuristics (fragmentation 10 % of the transients, 6.7 GiB, although verl 0.9.1 trains with
-expandable segments, ``workers/engine_workers.py`` 827; CUDA contexts; NCCL) and says "does not fit" by ~10 %;
-that verdict is the fragmentation term's, not the activations'. Before the Megatron-core inventory
+runtime terms (CUDA contexts and NCCL, 2 GiB; no fragmentation term, since verl 0.9.1 trains with expandable
+segments, ``workers/engine_workers.py`` 827) and says "does not fit" by ~3 % (97.7 GiB on 95.0 usable; 104.3 GiB
+while the 10 % fixed-segment fragmentation term was counted in the update). Before the Megatron-core inventory
 (calculator/model/megatron_activations.py) the activations alone were 89.9 GiB (194,644 B/token/layer, the
 transformers-code tensors) and the update 133 GiB.
 

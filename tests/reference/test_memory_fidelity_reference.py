@@ -12,7 +12,8 @@
    22 / 23). Settings from the scripts: LoRA r 32 all-linear, param and optimizer offload, layered_summon,
    Ulysses SP 2, entropy_coeff 0.001, n 5, prompt 512 / response 1024, the deprecated global micro-batch equal to
    the mini-batch (legacy workers divide it by world / SP), rollout TP = GPUs, max_model_len 1536, chunked
-   prefill off. The scripts predate verl 0.6; the oldest modelled release (0.6) is used.
+   prefill off. The scripts (2025-04 / 2025-06) predate verl's expandable segments (PR #3020, 2025-08-13, first
+   released in 0.6): the 0.5 release, whose trainer allocates from fixed segments, is used.
    Data: GSM8K (verl's gsm8k preprocessing). Mean prompt 105 tokens: verl docs/start/quickstart.rst logs
    prompt_length/mean 104.9 / 102.4 (Qwen2.5 tokenizer). Mean response 300 tokens: an ASSUMPTION for
    Qwen2.5-Instruct's GSM8K chain of thought (the quickstart's 0.5B, capped at 256, averages 239 with most
@@ -107,7 +108,7 @@ def _lora_tuning(model: str, nproc: int) -> Scenario:
     micro = total // (g // sp)  # legacy workers: ppo_micro_batch_size //= world_size // sp
     return Scenario.model_validate(
         {
-            "verl_version": "0.6",
+            "verl_version": "0.5",
             "hardware": {"gpu": "h100-80gb", "num_gpus": g, "gpus_per_node": g},
             "model": {"path": model, "lora_rank": 32, "lora_alpha": 32, "target_modules": "all-linear"},
             "data": {

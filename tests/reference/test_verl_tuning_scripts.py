@@ -725,10 +725,11 @@ DOCUMENTED_MEANS = {
 }
 DOCUMENTED_GAPS = {
     "examples/grpo_trainer/run_qwen3moe-30b_megatron_96gb.sh": (
-        "update_actor 104.3 GiB on 95 usable (95.4 GiB torch-allocated): 57.9 GiB of Megatron-core activations "
-        "without recompute for the 10,240-token micro-batch (48 layers, EP 8, TP 1; 89.6 GiB before the Megatron-core "
-        "inventory), 8.7 GiB of vocab-parallel cross-entropy logits, bf16 params and fp32 grads loaded back for the "
-        "update, and the 10% fragmentation term (6.7 GiB). The same gap as test_megatron_moe_reference.py."
+        "update_actor 97.7 GiB on 95 usable (95.7 GiB torch-allocated, 2 GiB CUDA contexts and NCCL): 57.9 GiB of "
+        "Megatron-core activations without recompute for the 10,240-token micro-batch (48 layers, EP 8, TP 1; 89.6 GiB "
+        "before the Megatron-core inventory), 8.7 GiB of vocab-parallel cross-entropy logits, bf16 params and fp32 "
+        "grads loaded back for the update. No fragmentation term (verl 0.9 trains with expandable segments; 104.3 GiB "
+        "with the 10% fixed-segment term). The same gap as test_megatron_moe_reference.py."
     ),
 }
 

@@ -79,12 +79,12 @@ def test_startup_memory_reason_quotes_both_numbers():
 
 
 def test_memory_reason_names_phase_numbers_and_fix():
-    """seed003 (7B PPO on 8 x A100-40GB): update_actor 53.37 GiB > 39.38 GiB usable, activations largest."""
+    """seed003 (7B PPO on 8 x A100-40GB): rollout 51.37 GiB > 39.38 GiB usable, the KV cache largest (update_actor
+    follows at 50.35 GiB: its activations, no fragmentation term under verl 0.9.1's expandable segments)."""
     r = estimate(load_scenario("seed003-qwen2-7b-ppo-tuned"))
     assert r.peak.reasons[0] == (
-        "peak 53.37 GiB per GPU in update_actor > usable 39.38 GiB (over by 13.99 GiB; largest component "
-        "actor_activations). Fix: use smaller micro-batches / token budgets (ppo_micro_batch_size_per_gpu, "
-        "ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence parallelism."
+        "peak 51.37 GiB per GPU in rollout > usable 39.38 GiB (over by 11.99 GiB; largest component kv_cache). "
+        "Fix: lower rollout.gpu_memory_utilization or raise rollout.tensor_model_parallel_size."
     )
 
 
@@ -124,12 +124,12 @@ def test_a_verl_error_check_is_a_reason():
 
 def test_fits_at_mean_but_not_at_max_lengths_keeps_fits():
     """Worst case is its own verdict: fits stays true (peak 62.20 GiB at the mean lengths), worst_case_reasons
-    says why max lengths do not (max response 8192: update_actor 149.65 GiB > 79.22 GiB)."""
+    says why max lengths do not (max response 8192: update_actor 137.76 GiB > 79.22 GiB)."""
     r = estimate(load_scenario(BASE, overrides={"data.max_response_length": 8192}))
     assert r.peak.fits and r.peak.reasons == [] and not r.peak.worst_case_fits
     assert r.peak.worst_case_reasons == [
-        "worst case (every sequence at max length) 149.65 GiB per GPU in update_actor > usable 79.22 GiB (over by "
-        "70.43 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
+        "worst case (every sequence at max length) 137.76 GiB per GPU in update_actor > usable 79.22 GiB (over by "
+        "58.54 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
         "(ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence "
         "parallelism."
     ]

@@ -66,11 +66,12 @@ def test_logits_dominating_a_tight_phase_and_the_worst_case():
     """A100-40GB: old_log_prob is above 80% of the GPU and its logits are a quarter of it; the mean lengths fit,
     the max lengths do not."""
     ws = warnings({"hardware.gpu": "a100-40gb"})
-    # The ref's FSDP1 root unit left gathered (2.0 GiB, 0.8+ engine) and the AdamW step temporary put rollout and
-    # update_actor within 5% of the limit as well.
-    assert len(ws) == 4
-    assert ws[0].startswith("logits and entropy take 10.1 GiB (29%) of phase old_log_prob: set model.use_fused_kernels")
-    assert ws[-1].startswith("fits at the mean lengths but not when every sequence is at max length (44.6 GiB in")
+    # The rollout is within 5% of the limit as well (38.3 of 39.38 GiB); update_actor (36.6 GiB) is not: verl 0.9.1
+    # trains with expandable segments, so it has no fragmentation term.
+    assert len(ws) == 3
+    assert ws[0].startswith("logits and entropy take 10.1 GiB (31%) of phase old_log_prob: set model.use_fused_kernels")
+    assert ws[1].startswith("phase rollout is within 5% of the usable memory")
+    assert ws[-1].startswith("fits at the mean lengths but not when every sequence is at max length (42.3 GiB in")
     fused = warnings({"hardware.gpu": "a100-40gb", "model.use_fused_kernels": True})
     assert not any(w.startswith("logits and entropy") for w in fused)
 

@@ -57,6 +57,18 @@ def test_cells_read_in_the_wheels():
     ]
 
 
+def test_expandable_segments_from_060():
+    """verl switches expandable segments on for the trainer's passes from 0.6.0 (utils/device.py
+    set_expandable_segments, verl PR #3020 2025-08-13 for FSDP, #3181 for Megatron); 0.5.0 has no such call."""
+    b = VERSION_BEHAVIOUR
+    assert [b[v].trainer_expandable_segments for v in RELEASES] == [False] + [True] * 6
+    assert resolve(load_scenario(PRESET)).trainer_expandable_segments
+    assert not resolve(load_scenario(PRESET, {"verl_version": "0.5"})).trainer_expandable_segments
+    # Ascend: the switch reaches torch.npu from 0.8 only and needs torch-npu >= 2.9.0: not assumed
+    ascend = load_scenario(PRESET, {"hardware.gpu": "ascend-910b-64gb"})
+    assert resolve(ascend).gpu.vendor == "huawei" and not resolve(ascend).trainer_expandable_segments
+
+
 def test_unknown_version_falls_back_to_current():
     assert behaviour("1.0") is VERSION_BEHAVIOUR["0.9.1"]
 

@@ -85,8 +85,8 @@ PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (
             rf"phase (?P<phase>{_P}) is within 5% of the usable memory \((?P<need>{_N} GiB) of (?P<usable>{_N}) GiB\): "
-            r"fragmentation may OOM\.$",
-            "阶段 {phase} 距可用显存不足 5%（{need} / {usable} GiB）：显存碎片可能导致 OOM。",
+            r"what the model leaves out \(allocator pages, library workspaces\) may OOM\.$",
+            "阶段 {phase} 距可用显存不足 5%（{need} / {usable} GiB）：模型未计入的部分（分配器页、库工作区）可能导致 OOM。",
         ),
         (
             rf"fits at the mean lengths but not when every sequence is at max length \((?P<gib>{_N}) GiB in "

@@ -108,7 +108,7 @@ def _fit(w: _Inputs) -> list[str]:
             )
         elif p.total_bytes > NEAR_LIMIT_FRACTION * usable:
             out.append(
-                f"phase {p.name} is within 5% of the usable memory ({_g(p.total_bytes)} of {gpu.usable_memory_gib} GiB): fragmentation may OOM."
+                f"phase {p.name} is within 5% of the usable memory ({_g(p.total_bytes)} of {gpu.usable_memory_gib} GiB): what the model leaves out (allocator pages, library workspaces) may OOM."
             )
     if w.peak.fits and not w.peak.worst_case_fits:
         out.append(

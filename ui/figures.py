@@ -29,6 +29,8 @@ COMPONENT_COLORS: dict[str, str] = {
     **{f"critic_{k}": c for k, c in zip(_TRAINING_KINDS, _PURPLES, strict=True)},
     **{f"ref_{k}": c for k, c in zip(_TRAINING_KINDS, _GREENS, strict=True)},
     **{f"reward_{k}": c for k, c in zip(_TRAINING_KINDS, _PINKS, strict=True)},
+    "actor_head_grad": "#3182bd",
+    "critic_head_grad": "#756bb1",
     "rollout_weights": "#a63603",
     "kv_cache": "#f16913",
     "rollout_activations": "#fd8d3c",
@@ -66,7 +68,7 @@ COMPONENT_ORDER: tuple[str, ...] = (
     *(
         f"{r}_{k}"
         for r in ("actor", "critic", "ref", "reward")
-        for k in ("unsharded_params", "activations", "logits", "entropy", "dora_weight", "optimizer_step")
+        for k in ("unsharded_params", "activations", "logits", "entropy", "head_grad", "dora_weight", "optimizer_step")
     ),
     "sync_bucket",
     "sync_full_tensor",

@@ -220,6 +220,9 @@ def _transient(ctx: Context, row: PhaseRow, kind: Transient, worst: bool) -> lis
     if kind is Transient.DORA:
         extra = st.extra_transient
         return [Component(name=Comp.ACTOR_DORA_WEIGHT, role=Role.ACTOR, bytes=extra.bytes, formula=extra.formula)]
+    if kind is Transient.HEAD_GRAD:
+        held = st.held_grad
+        return [Component(name=Comp.of(name, "head_grad"), role=name, bytes=held.bytes, formula=held.formula)]
     if kind is Transient.FORWARD_ACTIVATIONS:
         model = ctx.critic if row.compute is Role.CRITIC else ctx.actor
         assert model is not None

@@ -44,6 +44,7 @@ class Transient(StrEnum):
     DORA = "dora"  # DoRA's merged weight (actor update only)
     FORWARD_ACTIVATIONS = "forward_activations"  # live set of one layer
     TRAINING_ACTIVATIONS = "training_activations"  # saved tensors for backward
+    HEAD_GRAD = "head_grad"  # FSDP1: the output head's weight gradient, held through the whole backward
     LOGITS = "logits"  # LM-head output, no entropy (ref)
     LOGITS_ENTROPY = "logits_entropy"  # + entropy, forward only (old log-prob)
     LOGITS_UPDATE = "logits_update"  # + entropy when the loss needs it, with backward
@@ -92,7 +93,7 @@ RESIDENCY: dict[Phase, PhaseRow] = {
             _U,
             Engine.ASLEEP,
             Role.CRITIC,
-            (_T.GATHERED, _T.TRAINING_ACTIVATIONS, _T.OPTIMIZER_STEP),
+            (_T.GATHERED, _T.TRAINING_ACTIVATIONS, _T.HEAD_GRAD, _T.OPTIMIZER_STEP),
         ),
         PhaseRow(
             Phase.UPDATE_ACTOR,
@@ -100,7 +101,7 @@ RESIDENCY: dict[Phase, PhaseRow] = {
             _I,
             Engine.ASLEEP,
             Role.ACTOR,
-            (_T.GATHERED, _T.DORA, _T.TRAINING_ACTIVATIONS, _T.LOGITS_UPDATE, _T.OPTIMIZER_STEP),
+            (_T.GATHERED, _T.DORA, _T.TRAINING_ACTIVATIONS, _T.LOGITS_UPDATE, _T.HEAD_GRAD, _T.OPTIMIZER_STEP),
         ),
         PhaseRow(
             Phase.WEIGHT_SYNC, _S, _I, Engine.WEIGHTS, None, (_T.SYNC_BUCKET, _T.SYNC_FULL_TENSOR, _T.SYNC_STATE_DICT)

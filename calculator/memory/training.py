@@ -65,6 +65,8 @@ class TrainingState:
     host_optimizer: StatePart = StatePart(0, "")
     # Temporary of the optimizer step beyond the resident state (torch AdamW foreach: sqrt(exp_avg_sq)).
     step_transient: StatePart = StatePart(0, "")
+    # Gradient the backward holds from its first step to its last (FSDP1's root unit: the output head's weight grad).
+    held_grad: StatePart = StatePart(0, "")
 
 
 def shard_size(fsdp: FsdpSection, num_gpus: int) -> int:
@@ -139,7 +141,29 @@ def fsdp_state(s: Scenario, role: RoleModel, fsdp: FsdpSection, strategy: str, t
         extra = StatePart(
             t, "DoRA: merged weight W + B·A of the largest adapted matrix and its square for the norm, bf16"
         )
-    return TrainingState(params, grads, opt, gathered, extra, step_transient=step)
+    held = _fsdp1_head_grad(role, strategy, trained and not lora)
+    return TrainingState(params, grads, opt, gathered, extra, step_transient=step, held_grad=held)
+
+
+def _fsdp1_head_grad(role: RoleModel, strategy: str, trains_head: bool) -> StatePart:
+    """FSDP1 flattens the root unit (embedding, final norm, output head) into one FlatParameter; with verl's
+    ``use_orig_params: false`` (0.9.1 ``workers/config/engine.py`` 290) the module reads its weights as views of
+    one ``torch.split`` of it (torch ``distributed/fsdp/_flat_param.py`` ``_get_unflat_views``), so autograd runs
+    the split's backward (a concat of every view's separately allocated gradient: pytorch/pytorch#117323, FSDP's
+    author) and FSDP's reduce-scatter of that unit only once every view's gradient is in. The head's
+    weight gradient comes first in backward and the embedding's last: the bf16 head gradient (vocab x hidden) is
+    held through the whole backward, beside its peak (verl_source_audit item 13). FSDP2 shards the head as its own
+    unit and reduces its gradient at once; a LoRA base head has no gradient. Left out: a critic's value head
+    (hidden + 1 values) and the split backward's full-unit concatenation at the very end, when the activations are
+    already freed."""
+    if strategy != "fsdp" or not trains_head or not role.lm_head_vocab:
+        return StatePart(0, "")
+    h = role.arch.hidden_size
+    return StatePart(
+        2 * role.lm_head_vocab * h,
+        f"FSDP1 root unit: the output head's weight gradient, vocab {role.lm_head_vocab:,} x hidden {h:,} x 2 B "
+        "(bf16), held until the embedding's at the end of backward",
+    )
 
 
 def _adamw_step_transient(optimizer: str, trainable_params: int, mb: int, n: int) -> StatePart:

@@ -42,11 +42,12 @@ def test_fragmentation_follows_the_allocator_mode():
     old = estimate(load_scenario("qwen2.5-7b-grpo-8xh100", {"verl_version": "0.5"}), with_time=False)
     upd = phase(old, "update_actor")
     frag = comp_bytes(old, "update_actor", "fragmentation")
-    # the update's transients: the gathered unit, the checkpointed activations and the logits (17.71 GiB)
+    # the update's transients: the gathered unit, the checkpointed activations, the logits and the FSDP1 head
+    # gradient (18.73 GiB)
     transient = sum(comp_bytes(old, "update_actor", c) for c in ("actor_unsharded_params", "actor_activations"))
-    transient += comp_bytes(old, "update_actor", "actor_logits")
+    transient += comp_bytes(old, "update_actor", "actor_logits") + comp_bytes(old, "update_actor", "actor_head_grad")
     assert frag == int(transient * 0.10)
-    assert frag == pytest.approx(1.77 * GIB, rel=0.01)  # the README's figure
+    assert frag == pytest.approx(1.87 * GIB, rel=0.01)  # the README's figure
     # the actor's own tensors are the same under both releases: only the allocator term differs
     actor = {c.name: c.bytes for c in phase(new, "update_actor").details if c.name.startswith("actor_")}
     assert actor == {c.name: c.bytes for c in upd.details if c.name.startswith("actor_")}

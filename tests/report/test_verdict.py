@@ -124,12 +124,12 @@ def test_a_verl_error_check_is_a_reason():
 
 def test_fits_at_mean_but_not_at_max_lengths_keeps_fits():
     """Worst case is its own verdict: fits stays true (peak 62.20 GiB at the mean lengths), worst_case_reasons
-    says why max lengths do not (max response 8192: update_actor 137.76 GiB > 79.22 GiB)."""
+    says why max lengths do not (max response 8192: update_actor 138.78 GiB > 79.22 GiB)."""
     r = estimate(load_scenario(BASE, overrides={"data.max_response_length": 8192}))
     assert r.peak.fits and r.peak.reasons == [] and not r.peak.worst_case_fits
     assert r.peak.worst_case_reasons == [
-        "worst case (every sequence at max length) 137.76 GiB per GPU in update_actor > usable 79.22 GiB (over by "
-        "58.54 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
+        "worst case (every sequence at max length) 138.78 GiB per GPU in update_actor > usable 79.22 GiB (over by "
+        "59.56 GiB; largest component actor_activations). Fix: use smaller micro-batches / token budgets "
         "(ppo_micro_batch_size_per_gpu, ppo_max_token_len_per_gpu), gradient checkpointing or Ulysses sequence "
         "parallelism."
     ]

@@ -66,12 +66,13 @@ def test_logits_dominating_a_tight_phase_and_the_worst_case():
     """A100-40GB: old_log_prob is above 80% of the GPU and its logits are a quarter of it; the mean lengths fit,
     the max lengths do not."""
     ws = warnings({"hardware.gpu": "a100-40gb"})
-    # The rollout is within 5% of the limit as well (38.3 of 39.38 GiB); update_actor (36.6 GiB) is not: verl 0.9.1
-    # trains with expandable segments, so it has no fragmentation term.
-    assert len(ws) == 3
+    # The rollout (38.3 of 39.38 GiB) and update_actor (37.6 GiB: no fragmentation term under verl 0.9.1's expandable
+    # segments, the FSDP1 head gradient held through backward) are within 5% of the limit as well.
+    assert len(ws) == 4
     assert ws[0].startswith("logits and entropy take 10.1 GiB (31%) of phase old_log_prob: set model.use_fused_kernels")
     assert ws[1].startswith("phase rollout is within 5% of the usable memory")
-    assert ws[-1].startswith("fits at the mean lengths but not when every sequence is at max length (42.3 GiB in")
+    assert ws[2].startswith("phase update_actor is within 5% of the usable memory")
+    assert ws[-1].startswith("fits at the mean lengths but not when every sequence is at max length (43.3 GiB in")
     fused = warnings({"hardware.gpu": "a100-40gb", "model.use_fused_kernels": True})
     assert not any(w.startswith("logits and entropy") for w in fused)
 

@@ -365,6 +365,14 @@ def _resolve(s: Scenario, archs: Archs) -> Resolved:
     critic_mini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size)
     processes = (1 if ver.rollout_in_trainer_process else 2) + (1 if has_reward else 0)
     gpu = get_gpu(s.hardware.gpu)
+    expandable = ver.trainer_expandable_segments and gpu.vendor != "huawei"
+    if expandable:
+        note = (
+            f"verl {ver.version} switches it on through torch.cuda.memory._set_allocator_settings when the trainer "
+            "leaves rollout mode and off for the weight sync (utils/device.py set_expandable_segments): no "
+            "fragmentation term in the trainer's phases"
+        )
+        d.fixed("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", note)
     return Resolved(
         scenario=s,
         gpu=gpu,
@@ -401,6 +409,6 @@ def _resolve(s: Scenario, archs: Archs) -> Resolved:
         ref_streams_weights=ref is not None
         and not ref.is_megatron
         and (ver.ref_forward_streams_weights or ref.param_offload),
-        trainer_expandable_segments=ver.trainer_expandable_segments and gpu.vendor != "huawei",
+        trainer_expandable_segments=expandable,
         decisions=tuple(d.decisions),
     )

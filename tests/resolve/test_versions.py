@@ -67,6 +67,15 @@ def test_expandable_segments_from_060():
     # Ascend: the switch reaches torch.npu from 0.8 only and needs torch-npu >= 2.9.0: not assumed
     ascend = load_scenario(PRESET, {"hardware.gpu": "ascend-910b-64gb"})
     assert resolve(ascend).gpu.vendor == "huawei" and not resolve(ascend).trainer_expandable_segments
+    # the report names it among the values verl fixes, where it applies
+    said = [x for x in estimate(load_scenario(PRESET)).decisions if x.startswith("PYTORCH_CUDA_ALLOC_CONF")]
+    assert said == [
+        "PYTORCH_CUDA_ALLOC_CONF = expandable_segments:True (fixed by verl: verl 0.9.1 switches it on through "
+        "torch.cuda.memory._set_allocator_settings when the trainer leaves rollout mode and off for the weight sync "
+        "(utils/device.py set_expandable_segments): no fragmentation term in the trainer's phases)"
+    ]
+    for s in (load_scenario(PRESET, {"verl_version": "0.5"}), ascend):
+        assert not any(x.startswith("PYTORCH_CUDA_ALLOC_CONF") for x in estimate(s).decisions)
 
 
 def test_unknown_version_falls_back_to_current():

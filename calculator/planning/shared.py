@@ -7,10 +7,12 @@ estimates of GPU types whose memory is the same.
   GPU type nowhere: the Scenario's own rules, ``batch_geometry_problem`` and ``parallel_problem`` are GPU-free,
   so a point of the space is valid for every GPU type or for none. One build serves all of them; another
   GPU type's scenario is that one with ``hardware.gpu`` replaced (:func:`with_gpu`).
-- **The memory model reads two facts of the GPU** (:func:`memory_signature`): its usable memory
+- **The memory model reads three facts of the GPU** (:func:`memory_signature`): its usable memory
   (``GpuSpec.usable_memory_bytes``: ``calculator/memory/context.py``, ``phases.py``, ``pools.py`` and
-  ``report/estimate.py`` read nothing else of ``ctx.gpu``) and the host RAM per node
-  (``calculator.memory.host``: ``hardware.host_ram_gib_per_node``, else the GPU's server-class default).
+  ``report/estimate.py`` read nothing else of ``ctx.gpu``), the host RAM per node
+  (``calculator.memory.host``: ``hardware.host_ram_gib_per_node``, else the GPU's server-class default) and
+  whether verl's expandable-segments switch reaches its allocator (``resolve.resolved.allocator_switch_reaches``,
+  read through ``Resolved.trainer_expandable_segments`` by the fragmentation term).
   GPU types with equal signatures (e.g. H100-SXM and H800, A100-80GB and A800, L20 and L40S, RTX 3090 and
   4090) get the same memory estimate of the same candidate, field for field, except the report's
   ``hardware.gpu`` / ``gpu_name`` (:func:`for_gpu`); so the fit verdict is the same and only the step time,
@@ -31,13 +33,15 @@ from calculator.inputs.scenario import Scenario
 from calculator.planning.fit import FitCheck
 from calculator.planning.space import Knobs
 from calculator.report.models import Report
+from calculator.resolve.resolved import allocator_switch_reaches
 
-MemorySignature = tuple[float, float]  # (usable memory GiB, host RAM GiB per node)
+MemorySignature = tuple[float, float, bool]  # (usable memory GiB, host RAM GiB per node, allocator switch reaches)
 
 
 def memory_signature(s: Scenario, gpu: GpuSpec) -> MemorySignature:
     """Everything the memory estimate of ``s`` reads of its GPU type ``gpu`` (module docstring)."""
-    return (gpu.usable_memory_gib, host_ram_gib_per_node(gpu.id, s.hardware.host_ram_gib_per_node))
+    host = host_ram_gib_per_node(gpu.id, s.hardware.host_ram_gib_per_node)
+    return (gpu.usable_memory_gib, host, allocator_switch_reaches(gpu))
 
 
 def with_gpu(s: Scenario, gpu_id: str) -> Scenario:

@@ -340,6 +340,13 @@ def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
 
 
 @last_by_identity
+def allocator_switch_reaches(gpu: GpuSpec) -> bool:
+    """Whether verl's expandable-segments switch reaches this GPU's allocator: torch.cuda (NVIDIA, and AMD through
+    ROCm's torch.cuda) in every release that has it; Ascend only from verl 0.8 and torch-npu >= 2.9.0, which rlplan
+    does not assume (``VersionBehaviour.trainer_expandable_segments``)."""
+    return gpu.vendor != "huawei"
+
+
 def _resolve_last(s: Scenario) -> Resolved:
     return _resolve(s, resolve_architectures(s))
 
@@ -365,7 +372,7 @@ def _resolve(s: Scenario, archs: Archs) -> Resolved:
     critic_mini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size)
     processes = (1 if ver.rollout_in_trainer_process else 2) + (1 if has_reward else 0)
     gpu = get_gpu(s.hardware.gpu)
-    expandable = ver.trainer_expandable_segments and gpu.vendor != "huawei"
+    expandable = ver.trainer_expandable_segments and allocator_switch_reaches(gpu)
     if expandable:
         note = (
             f"verl {ver.version} switches it on through torch.cuda.memory._set_allocator_settings when the trainer "

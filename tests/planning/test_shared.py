@@ -43,6 +43,16 @@ def test_the_presets_have_gpu_types_with_equal_memory():
     assert ("h100-80gb", "h100-pcie-80gb") not in PAIRS  # same memory, but 1 TiB hosts: host RAM differs
 
 
+def test_the_allocator_switch_is_part_of_the_signature():
+    """verl's expandable segments reach an NVIDIA / AMD allocator, not Ascend's (the fragmentation term differs), so
+    an Ascend type with an H100's memory and hosts must not borrow the H100's memory estimates."""
+    s = load_scenario(BASE)
+    h100 = gpu_presets()["h100-80gb"]
+    twin = h100.model_copy(update={"vendor": "huawei"})
+    assert memory_signature(s, h100)[:2] == memory_signature(s, twin)[:2]
+    assert memory_signature(s, h100) != memory_signature(s, twin)
+
+
 @pytest.mark.parametrize(("gpu_a", "gpu_b"), PAIRS)
 def test_equal_memory_gives_the_same_memory_estimate(gpu_a, gpu_b):
     """Property: for any point of the space, GPU type b's scenario is a's with ``hardware.gpu`` replaced, and its

@@ -339,7 +339,6 @@ def resolve(s: Scenario, archs: Archs | None = None) -> Resolved:
     return _resolve(s, archs)
 
 
-@last_by_identity
 def allocator_switch_reaches(gpu: GpuSpec) -> bool:
     """Whether verl's expandable-segments switch reaches this GPU's allocator: torch.cuda (NVIDIA, and AMD through
     ROCm's torch.cuda) in every release that has it; Ascend only from verl 0.8 and torch-npu >= 2.9.0, which rlplan
@@ -347,6 +346,7 @@ def allocator_switch_reaches(gpu: GpuSpec) -> bool:
     return gpu.vendor != "huawei"
 
 
+@last_by_identity
 def _resolve_last(s: Scenario) -> Resolved:
     return _resolve(s, resolve_architectures(s))
 

@@ -296,7 +296,7 @@ def _root_lingers(plan: TrainerPlan) -> bool:
 
 
 def _runtime_components(ctx: Context, row: PhaseRow, transient: int) -> list[Component]:
-    return _remembered(ctx, ("runtime",), lambda: _fixed_runtime(ctx)) + [_fragmentation(ctx, row, transient)]
+    return _remembered(ctx, ("runtime",), lambda: _fixed_runtime(ctx)) + _fragmentation(ctx, row, transient)
 
 
 def _fixed_runtime(ctx: Context) -> list[Component]:
@@ -333,7 +333,7 @@ def _fixed_runtime(ctx: Context) -> list[Component]:
     return out
 
 
-def _fragmentation(ctx: Context, row: PhaseRow, transient: int) -> Component:
+def _fragmentation(ctx: Context, row: PhaseRow, transient: int) -> list[Component]:
     """Memory the caching allocator holds but cannot hand out (reserved - allocated) in a phase.
 
     Fixed-size segments: a freed block serves only requests that fit inside it and a segment goes back to the
@@ -344,22 +344,20 @@ def _fragmentation(ctx: Context, row: PhaseRow, transient: int) -> Component:
     c10/cuda/CUDACachingAllocator.cpp ``ExpandableSegment``, ``release_cached_blocks``), so fragmentation does
     not take usable memory there. Left out: the partly used pages at the edges of free blocks (20 MiB pages in
     the large pool, ``kLargeBuffer``). verl switches them off for the weight sync and the rollout (the phases
-    without a trainer pass), which keep the term."""
-    ov = ctx.s.overheads
+    without a trainer pass), which keep the term; the report's decisions name the setting where it applies."""
     if ctx.r.trainer_expandable_segments and row.compute is not None:
-        nbytes = 0
-        formula = "0: the trainer's passes run with expandable segments (verl >= 0.6), whose free pages are reused"
-    else:
-        nbytes = int(transient * ov.fragmentation_fraction)
-        formula = f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {format_gib(transient)}"
-    return Component(
-        name=Comp.FRAGMENTATION,
-        role=Role.RUNTIME,
-        bytes=nbytes,
-        formula=formula,
-        torch_allocated=False,
-        process=Process.TRAINER,
-    )
+        return []
+    ov = ctx.s.overheads
+    return [
+        Component(
+            name=Comp.FRAGMENTATION,
+            role=Role.RUNTIME,
+            bytes=int(transient * ov.fragmentation_fraction),
+            formula=f"{ov.fragmentation_fraction:.0%} of the trainer's transient tensors {format_gib(transient)}",
+            torch_allocated=False,
+            process=Process.TRAINER,
+        )
+    ]
 
 
 # ---- phases -----------------------------------------------------------------------------------

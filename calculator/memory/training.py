@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
+from calculator.model.activations import BF16
 from calculator.model.roles import (
     RoleModel,
     dora_magnitude_params,
@@ -151,7 +152,8 @@ def _fsdp1_head_grad(role: RoleModel, strategy: str, trains_head: bool) -> State
     one ``torch.split`` of it (torch ``distributed/fsdp/_flat_param.py`` ``_get_unflat_views``), so autograd runs
     the split's backward (a concat of every view's separately allocated gradient: pytorch/pytorch#117323, FSDP's
     author) and FSDP's reduce-scatter of that unit only once every view's gradient is in. The head's
-    weight gradient comes first in backward and the embedding's last: the bf16 head gradient (vocab x hidden) is
+    weight gradient comes first in backward and the embedding's last: the head gradient (vocab x hidden, in the
+    unsharded parameters' dtype, bf16: 0.9.1 ``workers/engine/fsdp/transformer_impl.py`` 393 ``param_dtype``) is
     held through the whole backward, beside its peak (verl_source_audit item 13). FSDP2 shards the head as its own
     unit and reduces its gradient at once; a LoRA base head has no gradient. Left out: a critic's value head
     (hidden + 1 values) and the split backward's full-unit concatenation at the very end, when the activations are
@@ -160,8 +162,8 @@ def _fsdp1_head_grad(role: RoleModel, strategy: str, trains_head: bool) -> State
         return StatePart(0, "")
     h = role.arch.hidden_size
     return StatePart(
-        2 * role.lm_head_vocab * h,
-        f"FSDP1 root unit: the output head's weight gradient, vocab {role.lm_head_vocab:,} x hidden {h:,} x 2 B "
+        BF16 * role.lm_head_vocab * h,
+        f"FSDP1 root unit: the output head's weight gradient, vocab {role.lm_head_vocab:,} x hidden {h:,} x {BF16} B "
         "(bf16), held until the embedding's at the end of backward",
     )
 

@@ -127,7 +127,7 @@ class Resolved:
     ref_on_gpu: bool  # the separate ref keeps its params on the GPU (Megatron without offload)
     ref_streams_weights: bool  # the FSDP ref forward streams fp32 shards from CPU each pass
     # The trainer's passes run with PyTorch's expandable segments (VersionBehaviour.trainer_expandable_segments on a
-    # GPU whose allocator verl switches: CUDA / ROCm; not assumed for Ascend, whose torch-npu needs >= 2.9.0).
+    # GPU that allocator_switch_reaches).
     trainer_expandable_segments: bool
     decisions: tuple[Decision, ...]
 

@@ -41,18 +41,22 @@ from calculator.units import GIB_BYTES
 
 USABLE_GIB = 95.0  # h20-96gb preset
 TOKENS = 2048 + 8192
+# Both scripts offload params / optimizer and step Adam on the CPU (Megatron's precision-aware CPU optimizer).
+CPU_OPTIMIZER = {
+    "param_offload": True,
+    "optimizer_offload": True,
+    "optimizer_cpu_offload": True,
+    "optimizer_offload_fraction": 1.0,
+    "overlap_cpu_optimizer_d2h_h2d": True,
+    "use_precision_aware_optimizer": True,
+}
 
 
 def _qwen3_30b_8_h20(**megatron: object) -> Scenario:
     meg = {
         "expert_model_parallel_size": 8,
         "expert_tensor_parallel_size": 1,
-        "param_offload": True,
-        "optimizer_offload": True,
-        "optimizer_cpu_offload": True,
-        "optimizer_offload_fraction": 1.0,
-        "overlap_cpu_optimizer_d2h_h2d": True,
-        "use_precision_aware_optimizer": True,
+        **CPU_OPTIMIZER,
         **megatron,
     }
     return Scenario.model_validate(
@@ -124,12 +128,7 @@ def _qwen3_235b_32_h20() -> Scenario:
         "pipeline_model_parallel_size": 8,
         "expert_model_parallel_size": 4,
         "expert_tensor_parallel_size": 1,
-        "param_offload": True,
-        "optimizer_offload": True,
-        "optimizer_cpu_offload": True,
-        "optimizer_offload_fraction": 1.0,
-        "overlap_cpu_optimizer_d2h_h2d": True,
-        "use_precision_aware_optimizer": True,
+        **CPU_OPTIMIZER,
     }
     return Scenario.model_validate(
         {

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
 from calculator.planning.defaults import DEFAULT_MARGIN
-from calculator.report.models import Report
+from calculator.report.models import PhaseOut, Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.engines import rollout_engine
 from calculator.resolve.inheritance import value
@@ -187,4 +187,39 @@ def parallel_problem(s: Scenario, arch: Architecture) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_MARGIN", "FitCheck", "batch_geometry_problem", "fit_check", "max_model_len", "parallel_problem"]
+# What the fused-kernel choice changes in a phase: only the logits and entropy tensors read
+# ``model.use_fused_kernels`` (``calculator.memory.transients.logits_components``), and the fragmentation share
+# of the phase's transients that include them (``calculator.memory.phases._fragmentation``). The optimizer step
+# (``_optimizer_step``) counts only its excess over the backward's transients: if the other choice's logits L'
+# raise those transients, the excess falls by at most L', which the other phase then holds itself; so the other
+# choice's phase holds at least total - logits - entropy - fragmentation.
+FUSED_DEPENDENT_SUFFIXES = ("_logits", "_entropy", "fragmentation")
+
+
+def fused_independent_bytes(p: PhaseOut) -> int:
+    """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
+    if not any(c.name.endswith(("_logits", "_entropy")) for c in p.details):
+        return p.total_bytes
+    return p.total_bytes - sum(c.bytes for c in p.details if c.name.endswith(FUSED_DEPENDENT_SUFFIXES))
+
+
+def fails_with_either_fused_choice(f: FitCheck, report: Report) -> bool:
+    """The estimate fails for a reason that fused kernels cannot change: the engine does not start, or some
+    phase is over the limit by the bytes the other choice holds at least (:func:`fused_independent_bytes`)."""
+    if not (f.engine_starts and f.kv_holds_max_model_len):
+        return True
+    over = any(fused_independent_bytes(p) / GIB_BYTES > f.limit_gib_per_gpu for p in report.phases)
+    return over or any(fused_independent_bytes(p) / GIB_BYTES > f.usable_memory_gib for p in report.worst_case_phases)
+
+
+__all__ = [
+    "DEFAULT_MARGIN",
+    "FUSED_DEPENDENT_SUFFIXES",
+    "FitCheck",
+    "batch_geometry_problem",
+    "fails_with_either_fused_choice",
+    "fit_check",
+    "fused_independent_bytes",
+    "max_model_len",
+    "parallel_problem",
+]

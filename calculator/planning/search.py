@@ -15,18 +15,20 @@ the data-parallel ranks (``verl/workers/engine_workers.py`` ``train_batch``:
 from the least memory-saving (usually the fastest) to the most saving.
 
 **Pruning** rests on one property checked by the tests: the *frontier* configuration of a count (every
-monotone lever at its most saving value, one fixed sequence per micro-batch, the lowest
-``gpu_memory_utilization`` whose KV still holds a max-length sequence, the largest valid SP) needs no
+monotone lever at its most saving value, the largest valid SP with the most saving micro-batch sizing valid there
+(one fixed sequence per micro-batch, or a token budget the count's SP can hold), the lowest
+``gpu_memory_utilization`` whose KV still holds a max-length sequence) needs no
 more memory than any other searched configuration of that count, for each rollout TP and fused-kernel
 choice (the two levers that are not monotone, so both values are tried). Its memory never grows with
-the GPU count (training state shrinks as 1/N, everything else per GPU is constant), so the smallest
+the GPU count (training state shrinks as 1/N, everything else per GPU is constant) from 2 GPUs on, so the smallest
 feasible count is found by galloping from a guess then bisection over the ladder
 (``calculator.planning.gallop``; the answer is the one a scan from the bottom gives, whatever the guess), and the
-count before it has been evaluated and found infeasible. A frontier candidate that fails with one fused-kernel
-choice by more than the logits, entropy and fragmentation it holds fails with the other too, which is then not
-estimated (:func:`_fails_without_logits`). The fastest configuration at a count is then found by
-relaxing levers one at a time from the frontier (first improvement, in a fixed order; ladder levers by
-bisection), which is a heuristic, not an exhaustive search.
+count before it has been evaluated and found infeasible. One GPU is the exception (FSDP's NO_SHARD gathers nothing,
+so a LoRA sync does not summon the fp32 model): it is probed whenever the search answers more. A frontier
+candidate that fails with one fused-kernel choice by more than the logits, entropy and fragmentation it holds fails
+with the other too, which is then not estimated (``calculator.planning.fit.fails_with_either_fused_choice``).
+The fastest configuration at a count is then found by relaxing levers one at a time from the frontier (first
+improvement, in a fixed order; ladder levers by bisection), which is a heuristic, not an exhaustive search.
 
 **Work shared between GPU types** (issue #18, ``calculator.planning.shared``): one plan's searches share the
 candidates' scenarios, and GPU types with the same usable memory and host RAM share the candidates' memory
@@ -41,7 +43,7 @@ from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
 from calculator.names import Strategy
-from calculator.planning.fit import FitCheck, fit_check, max_model_len
+from calculator.planning.fit import FitCheck, fails_with_either_fused_choice, fit_check, max_model_len
 from calculator.planning.gallop import first_true
 from calculator.planning.layouts import layout_of, section_layout
 from calculator.planning.shared import SharedCandidates, for_gpu, memory_signature, with_gpu
@@ -62,37 +64,8 @@ from calculator.report.estimate import build_context, estimate, time_out
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import critic_strategy, need_critic
-from calculator.units import GIB_BYTES
 
 _REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
-
-
-# What the fused-kernel choice changes in a phase: only the logits and entropy tensors read
-# ``model.use_fused_kernels`` (``calculator.memory.transients.logits_components``), and the fragmentation share
-# of the phase's transients that include them (``calculator.memory.phases._fragmentation``). The optimizer step
-# (``_optimizer_step``) counts only its excess over the backward's transients: if the other choice's logits L'
-# raise those transients, the excess falls by at most L', which the other phase then holds itself; so the other
-# choice's phase holds at least total - logits - entropy - fragmentation.
-FUSED_DEPENDENT_SUFFIXES = ("_logits", "_entropy", "fragmentation")
-
-
-def _fused_independent_bytes(p: Any) -> int:
-    """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
-    if not any(c.name.endswith(("_logits", "_entropy")) for c in p.details):
-        return p.total_bytes
-    return p.total_bytes - sum(c.bytes for c in p.details if c.name.endswith(FUSED_DEPENDENT_SUFFIXES))
-
-
-def _fails_without_logits(ev: Evaluation) -> bool:
-    """The estimate fails for a reason that fused kernels cannot change: the engine does not start, or some
-    phase is over the limit by the bytes the other choice holds at least (:func:`_fused_independent_bytes`)."""
-    f = ev.fit
-    if not (f.engine_starts and f.kv_holds_max_model_len):
-        return True
-    over = any(_fused_independent_bytes(p) / GIB_BYTES > f.limit_gib_per_gpu for p in ev.report.phases)
-    return over or any(
-        _fused_independent_bytes(p) / GIB_BYTES > f.usable_memory_gib for p in ev.report.worst_case_phases
-    )
 
 
 def with_step_time(report: Report, s: Scenario) -> Report:
@@ -253,25 +226,35 @@ class GpuSearch:
         out: list[Knobs] = []
         for tp in sorted(self.tp_values(n), reverse=True):
             for fused in (True, False):
-                for sp in sorted(self.sp_values(n), reverse=True):
-                    proto = Knobs(
-                        num_gpus=n,
-                        rollout_tp=tp,
-                        gpu_memory_utilization=utils[-1],
-                        fused_kernels=fused,
-                        batch=len(self.batch_options) - 1,
-                        ulysses_sp=sp,
-                        **most,
-                    )
-                    if self.build(proto) is None:
-                        continue
-                    ks = (proto.updated(gpu_memory_utilization=u) for u in utils)
-                    k = next((k for k in ks if self._kv_ok(k)), None)
-                    if k is not None:
-                        out.append(k)
-                    break  # the largest valid SP is the most saving one
+                proto = self._most_saving_valid(n, tp, fused, most, utils[-1])
+                if proto is None:
+                    continue
+                ks = (proto.updated(gpu_memory_utilization=u) for u in utils)
+                k = next((k for k in ks if self._kv_ok(k)), None)
+                if k is not None:
+                    out.append(k)
         self._frontiers[n] = out
         return out
+
+    def _most_saving_valid(self, n: int, tp: int, fused: bool, most: dict[str, bool], util: float) -> Knobs | None:
+        """The largest Ulysses SP with a valid configuration, at the most saving batch option valid there. A token
+        budget below the longest sequence is valid only with enough SP (``parallel_problem``), and SP is bounded by
+        the count: at a small count the most saving budget may be invalid while a less saving option is not (seed002
+        on 1 A100 fits with the configured micro-batch; skipping the count would report 2)."""
+        for sp in sorted(self.sp_values(n), reverse=True):
+            for batch in reversed(range(len(self.batch_options))):
+                proto = Knobs(
+                    num_gpus=n,
+                    rollout_tp=tp,
+                    gpu_memory_utilization=util,
+                    fused_kernels=fused,
+                    batch=batch,
+                    ulysses_sp=sp,
+                    **most,
+                )
+                if self.build(proto) is not None:
+                    return proto
+        return None
 
     def is_valid_count(self, n: int) -> bool:
         """Some configuration of ``n`` GPUs passes verl's batch-geometry rules (arithmetic only; see
@@ -305,7 +288,7 @@ class GpuSearch:
             ev = self.evaluate(k)
             if ev is not None and ev.fit.fits:
                 return ev
-            if ev is not None and _fails_without_logits(ev):
+            if ev is not None and fails_with_either_fused_choice(ev.fit, ev.report):
                 failed_everywhere.add(k)
         return None
 
@@ -332,7 +315,14 @@ class GpuSearch:
         start = 0 if guess is None else next((i for i, n in enumerate(counts) if n >= guess), len(counts) - 1)
         i = first_true(len(counts), ok, start)
         j = None if i is None else stand_in(i)
-        return (None if j is None else probes[j]), counts
+        found = None if j is None else probes[j]
+        # One GPU is where fit is not monotone: FSDP runs NO_SHARD there, so nothing is all-gathered (a LoRA sync
+        # does not summon the fp32 model, ``lingering_roots``); a count of 1 can fit where 2 does not. Probed
+        # whenever the search answered more (seed002 on an Ascend 910B: 1 fits, 2 does not, 4 does).
+        if counts and counts[0] == 1 and (found is None or found.knobs.num_gpus > 1) and 0 not in probes:
+            one = self.first_fit_at(1)
+            found = one if one is not None else found
+        return found, counts
 
     # -- relaxation: the fastest configuration at one count ----------------------------------------
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from calculator import estimate, load_scenario
 from calculator.inputs.presets import gpu_presets
 from calculator.inputs.scenario import Scenario
-from calculator.planning.fit import fit_check
+from calculator.planning.fit import fit_check, fused_independent_bytes
 from calculator.planning.planner import plan
 from calculator.planning.recommend import search_gpu, selection_key
-from calculator.planning.search import GpuSearch, _fused_independent_bytes
+from calculator.planning.search import GpuSearch
 from calculator.planning.space import Knobs
 from tests.support.strategies import scenario_dicts
 
@@ -209,9 +209,9 @@ def test_evaluations_carry_the_estimates_time_exactly_when_they_fit():
     ("scenario_id", "gpu"),
     [(BASE, "a100-40gb"), ("qwen2.5-7b-ppo-8xh100", "l40s-48gb"), ("qwen3-30b-a3b-grpo-16xh100", "h100-80gb")],
 )
-def test_the_other_fused_choice_holds_at_least_the_fused_independent_bytes(scenario_id, gpu):
+def test_the_other_fused_choice_holds_at_least_thefused_independent_bytes(scenario_id, gpu):
     """The premise of ``first_fit_at``'s skip (issue #18), as a property over the searched space: with the other
-    fused-kernel choice every phase (expected and worst case) holds at least ``_fused_independent_bytes`` of this
+    fused-kernel choice every phase (expected and worst case) holds at least ``fused_independent_bytes`` of this
     choice's phase, and whether the engine starts does not change."""
     srch = GpuSearch(load_scenario(scenario_id), gpu, max_gpus=64, margin=MARGIN, allow_lora=False)
 
@@ -224,7 +224,7 @@ def test_the_other_fused_choice_holds_at_least_the_fused_independent_bytes(scena
             return
         walks_a, walks_b = a.report.phases + a.report.worst_case_phases, b.report.phases + b.report.worst_case_phases
         for pa, pb in zip(walks_a, walks_b, strict=True):
-            assert pa.name == pb.name and pb.total_bytes >= _fused_independent_bytes(pa)
+            assert pa.name == pb.name and pb.total_bytes >= fused_independent_bytes(pa)
         assert (a.fit.engine_starts, a.fit.kv_holds_max_model_len) == (
             b.fit.engine_starts,
             b.fit.kv_holds_max_model_len,
@@ -261,3 +261,29 @@ def test_configured_host_ram_holds_for_the_scenarios_own_gpu_type_only():
     other = GpuSearch(s, "a100-80gb", max_gpus=64, margin=0.1, allow_lora=False)
     assert own.base.hardware.host_ram_gib_per_node == 256
     assert other.base.hardware.host_ram_gib_per_node is None
+
+
+def test_a_count_whose_most_saving_budget_needs_more_sp_keeps_a_frontier():
+    """seed002 (7B DoRA) on its own 1 x A100: the most saving micro-batch sizing, a 512-token budget, is below the
+    1,024-token longest sequence, which only Ulysses SP 2 can hold, and 1 GPU has no SP 2. The frontier of 1 GPU
+    falls back to the configured micro-batch, which fits with offload (before, the count had no frontier and the
+    planner answered 2). The answer is what a scan from the bottom finds, whatever the guess."""
+    srch = GpuSearch(load_scenario("seed002-7b-dora-1xa100"), "a100-80gb", max_gpus=64, margin=MARGIN, allow_lora=False)
+    (k,) = {replace(k, fused_kernels=True) for k in srch.frontier(1)}
+    assert k.batch == 0 and k.ulysses_sp == 1 and srch.build(replace(k, batch=len(srch.batch_options) - 1)) is None
+    assert srch.first_fit_at(1) is not None
+    for guess in (None, 1, 2, 8):
+        first, _ = srch.min_count(guess)
+        assert first is not None and first.knobs.num_gpus == 1
+
+
+def test_one_gpu_is_probed_where_fit_is_not_monotone():
+    """LoRA on FSDP1 (seed002, Ascend 910B): 1 GPU fits (NO_SHARD: the sync summons nothing), 2 do not (the fp32
+    model is summoned whole for the sync), 4 do. Galloping from a guess of 2 finds 4; the search probes 1 as well."""
+    srch = GpuSearch(
+        load_scenario("seed002-7b-dora-1xa100"), "ascend-910b-64gb", max_gpus=64, margin=MARGIN, allow_lora=False
+    )
+    assert [srch.first_fit_at(n) is not None for n in (1, 2, 4)] == [True, False, True]
+    for guess in (None, 2, 4):
+        first, _ = srch.min_count(guess)
+        assert first is not None and first.knobs.num_gpus == 1

@@ -193,12 +193,13 @@ def parallel_problem(s: Scenario, arch: Architecture) -> str | None:
 # (``_optimizer_step``) counts only its excess over the backward's transients: if the other choice's logits L'
 # raise those transients, the excess falls by at most L', which the other phase then holds itself; so the other
 # choice's phase holds at least total - logits - entropy - fragmentation.
-FUSED_DEPENDENT_SUFFIXES = ("_logits", "_entropy", "fragmentation")
+_HEAD_SUFFIXES = ("_logits", "_entropy")
+FUSED_DEPENDENT_SUFFIXES = (*_HEAD_SUFFIXES, "fragmentation")
 
 
 def fused_independent_bytes(p: PhaseOut) -> int:
     """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
-    if not any(c.name.endswith(("_logits", "_entropy")) for c in p.details):
+    if not any(c.name.endswith(_HEAD_SUFFIXES) for c in p.details):
         return p.total_bytes
     return p.total_bytes - sum(c.bytes for c in p.details if c.name.endswith(FUSED_DEPENDENT_SUFFIXES))
 

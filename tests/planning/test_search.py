@@ -209,7 +209,7 @@ def test_evaluations_carry_the_estimates_time_exactly_when_they_fit():
     ("scenario_id", "gpu"),
     [(BASE, "a100-40gb"), ("qwen2.5-7b-ppo-8xh100", "l40s-48gb"), ("qwen3-30b-a3b-grpo-16xh100", "h100-80gb")],
 )
-def test_the_other_fused_choice_holds_at_least_thefused_independent_bytes(scenario_id, gpu):
+def test_the_other_fused_choice_holds_at_least_the_fused_independent_bytes(scenario_id, gpu):
     """The premise of ``first_fit_at``'s skip (issue #18), as a property over the searched space: with the other
     fused-kernel choice every phase (expected and worst case) holds at least ``fused_independent_bytes`` of this
     choice's phase, and whether the engine starts does not change."""

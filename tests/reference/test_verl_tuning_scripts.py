@@ -483,9 +483,9 @@ def _lora_7b(nproc: int) -> Scenario:
     "(checkpointed layer inputs, one recomputed layer, working set) beside the fp32 LoRA base (28.7 GiB, verl 0.5 "
     "fsdp_workers.py:246-248). The phase sums them, though the LM head's backward frees the logits before the first "
     "layer is recomputed. Counting those two peaks as sequential (tried 2026-11-25) gives 94 here but 73 / 60 / 35 "
-    "for the 14B / 32B / 72B scripts (58 / 45 / 22 ran) and leaves the 70B-on-32-H800 gap over: the double count hides something the multi-GPU runs hold "
-    "that the model lacks (about one more 2h-byte tensor per layer and token would fit all four; no mechanism found "
-    "in verl 0.4/0.5, transformers, PEFT or FSDP1), so neither is changed.",
+    "for the 14B / 32B / 72B scripts (58 / 45 / 22 ran) and leaves the 70B-on-32-H800 gap over: the double count "
+    "hides something the multi-GPU runs hold that the model lacks (about one more 2h-byte tensor per layer and token "
+    "would fit all four; no mechanism found in verl 0.4/0.5, transformers, PEFT or FSDP1), so neither is changed.",
 )
 def test_lora_7b_batch_boundary():
     """The script's comment on nproc_per_gpu records the search on 1 H100: 64, 96, 100 ran; 128, 112, 104, 102, 101

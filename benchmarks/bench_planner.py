@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import calculator.planning.search as search  # noqa: E402
+import calculator.planning.space as space  # noqa: E402
 from calculator import load_scenario, plan  # noqa: E402
 from calculator.inputs.presets import gpu_presets  # noqa: E402
 
@@ -28,18 +28,18 @@ GOAL_S = 0.3  # issue #18
 
 
 def count_step_times(s) -> int:  # type: ignore[no-untyped-def]
-    """Step-time model runs of one table (the search's one seam for them, ``search.with_step_time``)."""
-    real, runs = search.with_step_time, [0]
+    """Step-time model runs of one table (the search's one seam for them, ``space.with_step_time``)."""
+    real, runs = space.with_step_time, [0]
 
     def counted(report, scenario):  # type: ignore[no-untyped-def]
         runs[0] += 1
         return real(report, scenario)
 
-    search.with_step_time = counted
+    space.with_step_time = counted
     try:
         plan(s)
     finally:
-        search.with_step_time = real
+        space.with_step_time = real
     return runs[0]
 
 

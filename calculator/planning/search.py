@@ -60,18 +60,12 @@ from calculator.planning.space import (
     gpu_count_ladder,
     knobs_of,
 )
-from calculator.report.estimate import build_context, estimate, time_out
+from calculator.report.estimate import build_context, estimate
 from calculator.report.models import Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.roles import critic_strategy, need_critic
 
 _REL_EPS = 1e-9  # step times equal within this relative tolerance count as a tie
-
-
-def with_step_time(report: Report, s: Scenario) -> Report:
-    """``report`` (an estimate of ``s`` without time) with the step time ``estimate`` gives a configuration whose
-    rollout engine starts."""
-    return report.model_copy(update={"time": time_out(build_context(s), None)})
 
 
 class GpuSearch:
@@ -171,13 +165,10 @@ class GpuSearch:
         s = self.build(k)
         ev = None
         if s is not None:
-            report, fit = self._memory(k, s)
-            # The search reads numbers only, and a step time only of configurations that fit (``_better``,
-            # ``fits``): the time model runs for those alone (issue #18); a fitting one's engine starts, so its
-            # time is what ``estimate`` gives.
-            if fit.fits:
-                report = with_step_time(report, s)
-            ev = Evaluation(k, s, report, fit)
+            # The search reads numbers only, and a step time only of configurations that fit (``_better``): the time
+            # model runs for those alone, when first read (``Evaluation.report``, issue #18); a fitting one's engine
+            # starts, so its time is what ``estimate`` gives.
+            ev = Evaluation(k, s, *self._memory(k, s))
         self.cache[k] = ev
         return ev
 

@@ -16,6 +16,7 @@ candidate values are listed from the least memory-saving (usually the fastest) t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -23,6 +24,7 @@ from pydantic import ValidationError
 from calculator.inputs.scenario import HardwareSection, Scenario
 from calculator.names import Strategy
 from calculator.planning.fit import FitCheck, batch_geometry_problem, parallel_problem
+from calculator.report.estimate import build_context, time_out
 from calculator.report.models import Report
 from calculator.resolve.inheritance import micro_batch
 from calculator.resolve.roles import critic_strategy, need_critic
@@ -136,14 +138,26 @@ BOOL_LEVERS = (
 )
 
 
+def with_step_time(report: Report, s: Scenario) -> Report:
+    """``report`` (an estimate of ``s`` without time) with the step time ``estimate`` gives a configuration whose
+    rollout engine starts."""
+    return report.model_copy(update={"time": time_out(build_context(s), None)})
+
+
 @dataclass(frozen=True)
 class Evaluation:
-    """A searched configuration with its estimate."""
+    """A searched configuration with its estimate. ``memory`` is the estimate without time; ``report`` adds the
+    step time of a configuration that fits, computed when first read: the count search and the bisections read the
+    fit verdict alone, only the comparisons of ``relax`` and the plan's rows read a time (issue #18)."""
 
     knobs: Knobs
     scenario: Scenario
-    report: Report
+    memory: Report
     fit: FitCheck
+
+    @cached_property
+    def report(self) -> Report:
+        return with_step_time(self.memory, self.scenario) if self.fit.fits else self.memory
 
     @property
     def step_s(self) -> float | None:

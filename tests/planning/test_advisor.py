@@ -139,11 +139,12 @@ def test_within_margin_status():
 def test_without_step_time_ranks_by_mechanism(monkeypatch):
     import calculator.planning.advisor as adv
     import calculator.planning.search as ps
+    import calculator.planning.space as space
 
     real = adv.estimate
     monkeypatch.setattr(adv, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
     monkeypatch.setattr(ps, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
-    monkeypatch.setattr(ps, "with_step_time", lambda report, s: report)  # no time model for fitting ones either
+    monkeypatch.setattr(space, "with_step_time", lambda report, s: report)  # no time model for fitting ones either
     a = advise(load_scenario(BASE, overrides={"hardware.gpu": "a100-40gb"}))
     assert a.base_step_s is None
     for fits in (True, False):

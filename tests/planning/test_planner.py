@@ -82,10 +82,11 @@ def test_prices_are_editable(base):
 
 def test_without_step_time_the_minimum_is_recommended(base, monkeypatch):
     import calculator.planning.search as ps
+    import calculator.planning.space as space
 
     real = ps.estimate
     monkeypatch.setattr(ps, "estimate", lambda s, **kw: real(s, **kw).model_copy(update={"time": None}))
-    monkeypatch.setattr(ps, "with_step_time", lambda report, s: report)  # no time model for fitting ones either
+    monkeypatch.setattr(space, "with_step_time", lambda report, s: report)  # no time model for fitting ones either
     p = plan(base, gpus=["a100-80gb"])
     row = p.rows[0]
     assert not p.has_step_time

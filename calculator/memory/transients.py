@@ -164,7 +164,10 @@ def training_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *
     t = batch.tokens_per_gpu
     work = act.forward_working_bytes_per_token(a) * t
     final = act.final_norm_saved_bytes_per_token(a) * t
-    layer = act.max_layer_saved_bytes_per_token(a)
+    # Ulysses SP: each layer also saves the attention output twice and any repeated k / v (activations module).
+    sp_extra = act.ulysses_extra_bytes_per_token(a, plan.sp)
+    layer = act.max_layer_saved_bytes_per_token(a) + sp_extra
+    sp_text = f" (incl. Ulysses SP {plan.sp}: +{sp_extra} B/token per layer)" if sp_extra else ""
     if ckpt:
         kept = 2 if offload else a.num_layers
         inputs = kept * act.checkpoint_input_bytes_per_token(a) * t
@@ -172,15 +175,19 @@ def training_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *
         f = (
             f"checkpointing: {kept} layer inputs x {2 * a.hidden_size} B x {t} tokens"
             + (" (activation offload keeps 2 layer groups)" if offload else "")
-            + f" + one recomputed layer {layer} B/token x {t} + final norm {final // max(t, 1)} B/token + working set"
+            + f" + one recomputed layer {layer} B/token{sp_text} x {t} + final norm {final // max(t, 1)} B/token"
+            + " + working set"
         )
     else:
         if offload:
             saved = 2 * layer * t
-            f = f"activation offload: 2 layers x {layer} B/token x {t} tokens + final norm + working set"
+            f = f"activation offload: 2 layers x {layer} B/token{sp_text} x {t} tokens + final norm + working set"
         else:
-            saved = act.all_layers_saved_bytes_per_token(a) * t
-            f = f"no checkpointing: {a.num_layers} layers x {layer} B/token x {t} tokens + final norm + working set"
+            saved = (act.all_layers_saved_bytes_per_token(a) + a.num_layers * sp_extra) * t
+            f = (
+                f"no checkpointing: {a.num_layers} layers x {layer} B/token{sp_text} x {t} tokens + final norm"
+                " + working set"
+            )
         b = saved + final + work
     return Component(name=f"{role.name}_activations", role=role.name, bytes=b, formula=f)
 

@@ -24,6 +24,15 @@ counts unique saved storages with ``torch.autograd.graph.saved_tensors_hooks``):
   gate/up output, activation and product (8·I_moe), the expert output saved by the routing-weight
   multiply (2h) and int64 routing indices (~39 B); shared experts as a dense MLP of width I_shared.
 
+Ulysses sequence parallelism (verl's FSDP engine, ``ulysses_sequence_parallel_size`` > 1): verl patches the
+flash-attention call (``verl/models/transformers/monkey_patch.py`` ``_ulysses_flash_attention_forward``, the same in
+0.5 to 0.9.1): q, k and v go through an all-to-all (sequence -> heads) before the kernel and its output through one
+back (heads -> sequence). The all-to-all (``verl/utils/ulysses.py`` ``SeqAllToAll``) saves nothing and returns a new
+buffer, so the kernel's saved output and the buffer ``o_proj`` saves are two storages of the attention output
+(``ulysses_extra_bytes_per_token``); with fewer KV heads than the SP degree verl repeats k and v first
+(``repeats = sp // num_kv_heads``) and the kernel saves the repeated copies. The per-token bytes of everything else
+are those of one rank's share of the sequence, as without SP.
+
 What it leaves out: dropout (verl trains with dropout off), the attention mask (none with
 packed varlen attention), and per-micro-batch constants (position ids, cos/sin: a few bytes/token).
 Do not use the GPT rule ``sbh(34 + 5as/h)``: it assumes a 4h GeLU MLP, dropout and no GQA.
@@ -92,6 +101,17 @@ def layer_saved_bytes_per_token(arch: Architecture, layer: int = 0) -> int:
     else:
         norms = 2 * norm_saved_bytes_per_token(h, arch)
     return norms + attention_saved_bytes_per_token(arch) + mlp_saved_bytes_per_token(arch, moe)
+
+
+def ulysses_extra_bytes_per_token(arch: Architecture, sp: int) -> int:
+    """What one decoder layer saves beyond ``layer_saved_bytes_per_token`` under Ulysses SP ``sp`` (module
+    docstring): the attention output's second storage, and the k / v repeats when ``sp`` exceeds the KV heads."""
+    if sp <= 1:
+        return 0
+    if arch.is_mla:
+        return BF16 * arch.num_attention_heads * arch.v_head_dim  # k / v carry every head: no repeat
+    repeats = max(sp // arch.num_kv_heads, 1)
+    return BF16 * arch.q_dim + 2 * BF16 * arch.kv_dim * (repeats - 1)
 
 
 def max_layer_saved_bytes_per_token(arch: Architecture) -> int:

@@ -236,7 +236,12 @@ def _update_phase(
         act = 0.0
         if s.model.enable_activation_offload:
             a = r.role.arch
-            per_tok = a.num_layers * acts.checkpoint_input_bytes_per_token(a) if ckpt else _all_layers_saved(a)
+            # Without checkpointing every saved tensor is copied, Ulysses SP's second attention output included.
+            per_tok = (
+                a.num_layers * acts.checkpoint_input_bytes_per_token(a)
+                if ckpt
+                else _all_layers_saved(a) + a.num_layers * acts.ulysses_extra_bytes_per_token(a, sp)
+            )
             copy = per_tok * m / pcie_bytes_per_s(s, ctx.gpu)
             fwd_share = forward_flops_per_token(r.role, L) / executed
             act = max(0.0, copy - t_gpu * fwd_share) + max(0.0, copy - t_gpu * (1 - fwd_share))

@@ -131,3 +131,14 @@ def test_in_flight_micro_batches_are_counted_per_pipeline_not_per_gpu():
     (7 layers x 4), not 1."""
     ov = {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 4}
     assert _activations("qwen2.5-7b-grpo-8xh100", ov, 1000, 1) == (7 * 167_032 * 4 + WORK_DENSE) * 1000
+
+
+def test_fsdp_ulysses_sp_adds_its_per_layer_bytes():
+    """FSDP, Qwen2.5-7B, 4096 tokens per GPU. Without checkpointing every layer saves 2q = 7168 B/token more at SP 2
+    (calculator.model.activations.ulysses_extra_bytes_per_token); with checkpointing only the recomputed layer does."""
+    extra = 28 * 128 * 2
+    for ckpt, layers in ((False, 28), (True, 1)):
+        ov = {"model.enable_gradient_checkpointing": ckpt}
+        sp1 = _activations("qwen2.5-7b-grpo-8xh100", ov, 4096)
+        sp2 = _activations("qwen2.5-7b-grpo-8xh100", {**ov, "actor.ulysses_sequence_parallel_size": 2}, 4096)
+        assert sp2 - sp1 == layers * extra * 4096

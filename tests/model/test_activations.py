@@ -69,3 +69,19 @@ def test_forward_working_set(tp: int):
     (3 x 2 I / TP); MoE: each of the top-k copies carries 3 x 2 I_moe / TP and its 2h output."""
     assert act.forward_working_bytes_per_token(QWEN25, tp) == 2 * (3 * 3584 + 3 * 18944 // tp)
     assert act.forward_working_bytes_per_token(MOE, tp) == 2 * (3 * 2048 + 8 * (3 * 768 // tp + 2048))
+
+
+def test_ulysses_sp_adds_the_second_attention_output_and_the_kv_repeats():
+    """Qwen2.5-7B under Ulysses SP: the kernel's output and o_proj's all-to-all buffer are two storages (+2q); at
+    SP 8 with 4 KV heads verl repeats k and v twice before the all-to-all (+2 x 2kv x (2 - 1)). No SP adds nothing."""
+    q, kv = 28 * 128, 4 * 128
+    assert act.ulysses_extra_bytes_per_token(QWEN25, 1) == 0
+    assert act.ulysses_extra_bytes_per_token(QWEN25, 2) == 2 * q == 7168
+    assert act.ulysses_extra_bytes_per_token(QWEN25, 4) == 2 * q  # 4 KV heads: no repeat
+    assert act.ulysses_extra_bytes_per_token(QWEN25, 8) == 2 * q + 2 * 2 * kv == 9216
+
+
+def test_ulysses_sp_on_mla_duplicates_the_output_only():
+    """DeepSeek-V3's MLA: 128 heads x v_head_dim 128; k / v carry every head, so nothing is repeated."""
+    arch = MODELS["deepseek-v3"].architecture
+    assert act.ulysses_extra_bytes_per_token(arch, 8) == 2 * 128 * 128

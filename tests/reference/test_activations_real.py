@@ -101,3 +101,55 @@ def test_final_norm_and_logits(probe, model_type, cfg, tokens):
     arch = _arch(model_type, cfg)
     assert act.final_norm_saved_bytes_per_token(arch) * tokens == pytest.approx(measured["post_bytes"], rel=TOLERANCE)
     assert measured["logits_bytes"] == tokens * arch.vocab_size * 2
+
+
+def _ulysses_attention(sp: int):  # type: ignore[no-untyped-def]
+    """verl's Ulysses attention (``verl/models/transformers/monkey_patch.py`` ``_ulysses_flash_attention_forward``)
+    on one process: k / v repeated when ``sp`` exceeds the KV heads, q / k / v through the sequence -> heads
+    all-to-all, the kernel, its output through the heads -> sequence all-to-all. The all-to-all is emulated by what
+    it does to memory (``verl/utils/ulysses.py`` ``SeqAllToAll``: a new buffer, nothing saved for backward); the
+    ranks' exchange of sequence slices does not change any tensor's size."""
+    import torch
+    from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
+
+    class AllToAll(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):  # type: ignore[no-untyped-def]
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):  # type: ignore[no-untyped-def]
+            return grad.clone()
+
+    def attention(module, query, key, value, attention_mask, **kwargs):  # type: ignore[no-untyped-def]
+        repeats = max(sp // key.shape[1], 1)  # transformers' layout: (batch, heads, tokens, head_dim)
+        if repeats > 1:
+            key, value = repeat_kv(key, repeats), repeat_kv(value, repeats)
+        query, key, value = (AllToAll.apply(t) for t in (query, key, value))
+        out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        return AllToAll.apply(out), weights
+
+    return attention
+
+
+# SP degrees verl accepts (they divide the query heads): qwen2 DENSE has 8 query / 2 KV heads, qwen3 ODD 6 / 2.
+ULYSSES_CASES = [(*CASES[2], 2), (*CASES[2], 4), (*CASES[5], 2), (*CASES[5], 6)]
+
+
+@pytest.mark.parametrize(("model_type", "cfg", "tokens", "sp"), ULYSSES_CASES)
+def test_ulysses_layers_without_checkpointing(probe, model_type, cfg, tokens, sp):
+    """Under Ulysses SP each layer saves the attention output twice (the kernel's, and the all-to-all's buffer that
+    ``o_proj`` saves) and, with more SP ranks than KV heads, k and v repeated: what
+    ``act.ulysses_extra_bytes_per_token`` adds, nothing more (q / k / v before the all-to-all are not saved)."""
+    from transformers import AttentionInterface
+
+    name = f"rlplan_ulysses_sp{sp}"
+    AttentionInterface.register(name, _ulysses_attention(sp))
+    measured = probe.measure_saved_bytes(
+        model_type, cfg, tokens, gradient_checkpointing=False, attn_implementation=name
+    )
+    arch = _arch(model_type, cfg)
+    extra = act.ulysses_extra_bytes_per_token(arch, sp)
+    assert extra > 0
+    layers = act.all_layers_saved_bytes_per_token(arch) + arch.num_layers * extra
+    assert layers * tokens == pytest.approx(measured["layers_bytes"], rel=TOLERANCE / 5)

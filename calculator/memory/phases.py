@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from calculator.memory import sync
+from calculator.memory import backward, sync
 from calculator.memory.context import Context, build_context, runtime_startup_bytes
 from calculator.memory.engine import EngineBudget
 from calculator.memory.residency import NOT_FRAGMENTING, RESIDENCY, Engine, PhaseRow, Transient, Use
@@ -384,10 +384,13 @@ def phase_memory(ctx: Context, phase: Phase, worst: bool) -> PhaseMemory:
     comps = _remembered(
         ctx, ("base", phase), lambda: _resident_state(ctx, row) + lingering_roots(ctx, row) + _engine(ctx, row)
     )
-    transient = 0
+    transient = freed = unborn = 0
     for kind in row.transients:
         if kind is Transient.OPTIMIZER_STEP:
-            made = _optimizer_step(ctx, row, transient)
+            # After the backward every gradient exists: the step's temporary is measured against the transients
+            # less the gradients the backward's peak did not hold yet (calculator.memory.backward).
+            unborn = backward.unborn_grad_bytes(ctx, row, worst, comps, freed)
+            made = _optimizer_step(ctx, row, transient - unborn)
         elif kind in _BATCH_FREE:  # the same in the expected and the worst-case walk, and in every phase
             made = _remembered(ctx, ("transient", kind, row.compute), partial(_transient, ctx, row, kind, worst))
         else:
@@ -395,6 +398,9 @@ def phase_memory(ctx: Context, phase: Phase, worst: bool) -> PhaseMemory:
         comps += made
         if kind not in NOT_FRAGMENTING:
             transient += sum(c.bytes for c in made)
+        if kind in backward.FREED_BY_BACKWARD:
+            freed += sum(c.bytes for c in made)
+    comps = backward.grads_born_in_backward(comps, row, unborn, freed)
     comps += _runtime_components(ctx, row, transient)
     return PhaseMemory(name=phase, components=tuple(c for c in comps if c.bytes > 0))
 

@@ -153,6 +153,17 @@ def _entropy_bytes(ctx: Context, tokens: int, v: int, training: bool) -> tuple[i
     return saved + max(work, grad), text + f"backward working max({f}; gradient {tokens} x {v} x 4 B)"
 
 
+def ulysses_extra_bytes(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *, offload: bool) -> int:
+    """The part of ``training_activations`` that Ulysses SP adds (0 without it): the layers that hold their saved
+    tensors (one recomputed layer with checkpointing, two with activation offload, else all) x the per-token bytes of
+    ``activations.ulysses_extra_bytes_per_token``. Larger SP adds it where the tokens per GPU do not shrink (a
+    binding token budget, verl 0.9.1's V1 critic): the planner's frontier is the most saving up to these bytes."""
+    if plan.is_megatron:
+        return 0
+    layers = 1 if plan.gradient_checkpointing else 2 if offload else role.arch.num_layers
+    return layers * act.ulysses_extra_bytes_per_token(role.arch, plan.sp) * batch.tokens_per_gpu
+
+
 def training_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *, offload: bool) -> Component:
     """Saved activations of one micro-batch's forward kept for backward, plus the working set.
     FSDP: per decoder layer (gradient checkpointing keeps each layer's input and recomputes one layer);

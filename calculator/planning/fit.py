@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from calculator.inputs.scenario import Scenario
 from calculator.model.architecture import Architecture
+from calculator.names import Phase
 from calculator.planning.defaults import DEFAULT_MARGIN
+from calculator.report.estimate import build_context
 from calculator.report.models import PhaseOut, Report
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.engines import rollout_engine
@@ -197,6 +199,17 @@ _HEAD_SUFFIXES = ("_logits", "_entropy")
 FUSED_DEPENDENT_SUFFIXES = (*_HEAD_SUFFIXES, "fragmentation")
 
 
+_UPDATES = frozenset({Phase.UPDATE_ACTOR, Phase.UPDATE_CRITIC})
+
+
+def one_micro_batch_update(s: Scenario) -> bool:
+    """Whether an update pass of ``s`` (actor or critic) is one micro-batch per mini-batch at the expected or the
+    worst-case lengths: its gradients are then born during the backward (``calculator.memory.backward``), so its
+    memory is not bounded by that of a more saving micro-batch sizing (the planner's frontier tries both)."""
+    passes = build_context(s).r.passes
+    return any(p.batch(w).num_micro_batches == 1 for ph, p in passes.items() if ph in _UPDATES for w in (False, True))
+
+
 def fused_independent_bytes(p: PhaseOut) -> int:
     """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
     if not any(c.name.endswith(_HEAD_SUFFIXES) for c in p.details):
@@ -222,5 +235,6 @@ __all__ = [
     "fit_check",
     "fused_independent_bytes",
     "max_model_len",
+    "one_micro_batch_update",
     "parallel_problem",
 ]

@@ -43,7 +43,13 @@ from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.presets import get_gpu
 from calculator.inputs.scenario import HardwareSection, Scenario
 from calculator.names import Strategy
-from calculator.planning.fit import FitCheck, fails_with_either_fused_choice, fit_check, max_model_len
+from calculator.planning.fit import (
+    FitCheck,
+    fails_with_either_fused_choice,
+    fit_check,
+    max_model_len,
+    one_micro_batch_update,
+)
 from calculator.planning.gallop import first_true
 from calculator.planning.layouts import layout_of, section_layout
 from calculator.planning.shared import SharedCandidates, for_gpu, memory_signature, with_gpu
@@ -215,17 +221,35 @@ class GpuSearch:
         most = {lever: max(self.bool_domain(lever)) for lever in BOOL_LEVERS}
         utils = self.util_values()
         out: list[Knobs] = []
+        singles: list[Knobs] = []  # evaluated last: only a count the most saving members miss reaches them
         for tp in sorted(self.tp_values(n), reverse=True):
             for fused in (True, False):
                 proto = self._most_saving_valid(n, tp, fused, most, utils[-1])
                 if proto is None:
                     continue
-                ks = (proto.updated(gpu_memory_utilization=u) for u in utils)
-                k = next((k for k in ks if self._kv_ok(k)), None)
-                if k is not None:
-                    out.append(k)
-        self._frontiers[n] = out
-        return out
+                one = self._one_micro_batch(n, tp, fused, most, utils[-1])
+                for p, into in ((proto, out), (one, singles)):
+                    if p is None or (into is singles and p == proto):
+                        continue
+                    ks = (p.updated(gpu_memory_utilization=u) for u in utils)
+                    k = next((k for k in ks if self._kv_ok(k)), None)
+                    if k is not None:
+                        into.append(k)
+        self._frontiers[n] = out + singles
+        return self._frontiers[n]
+
+    def _one_micro_batch(self, n: int, tp: int, fused: bool, most: dict[str, bool], util: float) -> Knobs | None:
+        """The configured sizing at the smallest valid SP when an update of it is one micro-batch per mini-batch
+        (``one_micro_batch_update``): it can need less memory than the most saving sizing, whose micro-batches hold
+        the gradients beside the activations. Smaller SP and the configured sizing are the likeliest to be one
+        micro-batch, and every such sizing holds the same tokens per GPU. Shared by the plan's GPU types."""
+        key = (n, tp, fused)
+        if key not in self.shared.singles:
+            kw = dict(num_gpus=n, rollout_tp=tp, gpu_memory_utilization=util, fused_kernels=fused, batch=0)
+            built = ((k, self.build(k)) for k in (Knobs(**kw, ulysses_sp=sp, **most) for sp in self.sp_values(n)))
+            k, s = next(((k, s) for k, s in built if s is not None), (None, None))
+            self.shared.singles[key] = k if s is not None and one_micro_batch_update(s) else None
+        return self.shared.singles[key]
 
     def _most_saving_valid(self, n: int, tp: int, fused: bool, most: dict[str, bool], util: float) -> Knobs | None:
         """The largest Ulysses SP with a valid configuration, at the most saving batch option valid there. A token

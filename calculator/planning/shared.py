@@ -71,6 +71,9 @@ class SharedCandidates:
     memory: dict[tuple[MemorySignature, Knobs], tuple[Report, FitCheck]] = field(default_factory=dict)
     kv_ok: dict[tuple[MemorySignature, tuple[object, ...]], bool] = field(default_factory=dict)
     minima: dict[float, int] = field(default_factory=dict)  # usable memory GiB -> smallest feasible count
+    # (GPUs, rollout TP, fused kernels) -> the one-micro-batch frontier member (GpuSearch._one_micro_batch): the
+    # micro-batch counts do not depend on the GPU type
+    singles: dict[tuple[int, int, bool], Knobs | None] = field(default_factory=dict)
 
     def count_guess(self, gpu: GpuSpec) -> int | None:
         """Where to start the search for ``gpu``'s smallest feasible count (only the number of probes depends on

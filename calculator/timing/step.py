@@ -236,11 +236,9 @@ def _update_phase(
         act = 0.0
         if s.model.enable_activation_offload:
             a = r.role.arch
-            # Without checkpointing every saved tensor is copied, Ulysses SP's second attention output included.
+            sp_extra = a.num_layers * acts.ulysses_extra_bytes_per_token(a, sp)  # Ulysses' second attention output
             per_tok = (
-                a.num_layers * acts.checkpoint_input_bytes_per_token(a)
-                if ckpt
-                else _all_layers_saved(a) + a.num_layers * acts.ulysses_extra_bytes_per_token(a, sp)
+                a.num_layers * acts.checkpoint_input_bytes_per_token(a) if ckpt else _all_layers_saved(a) + sp_extra
             )
             copy = per_tok * m / pcie_bytes_per_s(s, ctx.gpu)
             fwd_share = forward_flops_per_token(r.role, L) / executed

@@ -142,3 +142,17 @@ def test_fsdp_ulysses_sp_adds_its_per_layer_bytes():
         sp1 = _activations("qwen2.5-7b-grpo-8xh100", ov, 4096)
         sp2 = _activations("qwen2.5-7b-grpo-8xh100", {**ov, "actor.ulysses_sequence_parallel_size": 2}, 4096)
         assert sp2 - sp1 == layers * extra * 4096
+
+
+def test_ulysses_extra_bytes_is_the_sp_part_of_the_activations():
+    """``ulysses_extra_bytes`` is what SP 2 adds to ``training_activations`` (checkpointing on and off)."""
+    from calculator.memory.transients import ulysses_extra_bytes
+
+    for ckpt in (False, True):
+        ov = {"model.enable_gradient_checkpointing": ckpt, "actor.ulysses_sequence_parallel_size": 2}
+        ctx = build_context(load_scenario("qwen2.5-7b-grpo-8xh100", overrides=ov))
+        plan = ctx.r.passes[Phase.UPDATE_ACTOR].trainer
+        batch = PassBatch(tokens_per_gpu=4096, num_micro_batches=8, sequences_per_gpu=8, description="")
+        sp1 = _activations("qwen2.5-7b-grpo-8xh100", {"model.enable_gradient_checkpointing": ckpt}, 4096)
+        with_sp = training_activations(ctx.actor, plan, batch, offload=False).bytes
+        assert ulysses_extra_bytes(ctx.actor, plan, batch, offload=False) == with_sp - sp1 > 0

@@ -208,7 +208,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "role.runtime": "runtime",
         # component explanations
         "comp.actor_params": "The actor's sharded master parameters (fp32 by default), resident unless offloaded.",
-        "comp.actor_grads": "The actor's sharded fp32 gradients during update_actor.",
+        "comp.actor_grads": "The actor's sharded fp32 gradients during update_actor (with one micro-batch per mini-batch only what they exceed the freed activations by: they are born during the backward).",
         "comp.actor_optimizer": "AdamW moments of the actor (2 × fp32), created at the first step.",
         "comp.actor_activations": "Saved decoder-layer activations and the working set of the layer being computed.",
         "comp.actor_logits": "LM-head output: tokens × vocabulary in bf16.",
@@ -539,7 +539,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "role.sync": "权重同步",
         "role.runtime": "运行时",
         "comp.actor_params": "actor 的分片主参数（默认 fp32），未卸载时常驻显存。",
-        "comp.actor_grads": "update_actor 期间 actor 的分片 fp32 梯度。",
+        "comp.actor_grads": "update_actor 期间 actor 的分片 fp32 梯度（每个 mini-batch 只有一个 micro-batch 时，梯度在反向传播中逐层产生，只计超出已释放激活的部分）。",
         "comp.actor_optimizer": "actor 的 AdamW 动量（2 × fp32），在第一步时创建。",
         "comp.actor_activations": "decoder 层保存的激活，以及正在计算的层的工作集。",
         "comp.actor_logits": "LM head 输出：token 数 × 词表大小，bf16。",

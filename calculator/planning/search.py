@@ -239,16 +239,17 @@ class GpuSearch:
         return self._frontiers[n]
 
     def _one_micro_batch(self, n: int, tp: int, fused: bool, most: dict[str, bool], util: float) -> Knobs | None:
-        """The configured sizing at the smallest valid SP when an update of it is one micro-batch per mini-batch
-        (``one_micro_batch_update``): it can need less memory than the most saving sizing, whose micro-batches hold
-        the gradients beside the activations. Smaller SP and the configured sizing are the likeliest to be one
-        micro-batch, and every such sizing holds the same tokens per GPU. Shared by the plan's GPU types."""
+        """The configured sizing at the smallest valid SP if an update of it is one micro-batch per mini-batch
+        (``one_micro_batch_update``): with several, the grads sit beside the activations. Smaller SP and the largest
+        micro-batch are the likeliest to be one; all such hold the same tokens per GPU. Shared by the GPU types."""
         key = (n, tp, fused)
         if key not in self.shared.singles:
-            kw = dict(num_gpus=n, rollout_tp=tp, gpu_memory_utilization=util, fused_kernels=fused, batch=0)
-            built = ((k, self.build(k)) for k in (Knobs(**kw, ulysses_sp=sp, **most) for sp in self.sp_values(n)))
-            k, s = next(((k, s) for k, s in built if s is not None), (None, None))
-            self.shared.singles[key] = k if s is not None and one_micro_batch_update(s) else None
+            self.shared.singles[key] = None
+            for sp in self.sp_values(n):
+                k = Knobs(n, tp, util, fused_kernels=fused, batch=0, ulysses_sp=sp, **most)  # GPUs, TP, util
+                if (s := self.build(k)) is not None:
+                    self.shared.singles[key] = k if one_micro_batch_update(s) else None
+                    break
         return self.shared.singles[key]
 
     def _most_saving_valid(self, n: int, tp: int, fused: bool, most: dict[str, bool], util: float) -> Knobs | None:

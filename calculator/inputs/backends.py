@@ -66,6 +66,20 @@ class MegatronSection(_Frozen):
     expert_tensor_parallel_size: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="TP inside experts; null = TP."
     )
+    # Megatron-core's uneven pipeline split (verl: megatron.override_transformer_config.*; megatron-core 0.16.1
+    # transformer_block.py get_num_layers_to_build): calculator.model.megatron_activations.pipeline_stage_layers.
+    num_layers_in_first_pipeline_stage: int | None = Field(
+        default=None, ge=0, le=MAX_COUNT, description="Decoder layers on the first pipeline stage; null = even split."
+    )
+    num_layers_in_last_pipeline_stage: int | None = Field(
+        default=None, ge=0, le=MAX_COUNT, description="Decoder layers on the last pipeline stage; null = even split."
+    )
+    account_for_embedding_in_pipeline_split: bool = Field(
+        default=False, description="Count the embedding as one layer of the split: the first stage builds one less."
+    )
+    account_for_loss_in_pipeline_split: bool = Field(
+        default=False, description="Count the loss as one layer of the split: the last stage builds one less."
+    )
     sequence_parallel: bool = Field(default=True, description="Split LayerNorm/dropout activations over TP.")
     use_distributed_optimizer: bool = Field(default=True, description="Shard fp32 master + Adam over DP.")
     param_offload: bool = Field(default=False, description="Offload params and release grad buffers while idle.")
@@ -128,6 +142,19 @@ class MegatronSection(_Frozen):
         "layers per recompute group (uniform) or recomputed layers per pipeline stage (block), between 1 and "
         "the layers per pipeline stage.",
     )
+
+    @model_validator(mode="after")
+    def _uneven_pipeline(self) -> MegatronSection:
+        uneven = (
+            self.num_layers_in_first_pipeline_stage is not None or self.num_layers_in_last_pipeline_stage is not None
+        )
+        if uneven and (self.account_for_embedding_in_pipeline_split or self.account_for_loss_in_pipeline_split):
+            raise ValueError(
+                "megatron num_layers_in_first/last_pipeline_stage cannot be combined with "
+                "account_for_embedding/loss_in_pipeline_split (Megatron-core get_num_layers_to_build: 'Does not "
+                "support standalone embedding stage and standalone loss stage with uneven pp')"
+            )
+        return self
 
     @model_validator(mode="after")
     def _recompute(self) -> MegatronSection:

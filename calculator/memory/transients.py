@@ -215,7 +215,11 @@ def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) 
     a, m, t = role.arch, plan.megatron, batch.tokens_per_gpu
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     split = mact.MegatronSplit(tp, m.sequence_parallel, m.expert_tensor_parallel_size or tp)
-    lps = -(-a.num_layers // pp)
+    # Layers per pipeline rank as Megatron-core splits them (uneven first / last stages, embedding / loss counted);
+    # a split it refuses is a verl check error, estimated with the even ceiling.
+    layers = mact.stage_layers(a.num_layers, m)
+    if isinstance(layers, str):
+        layers = (-(-a.num_layers // pp),) * pp
     # The pass plan spreads sequences over every GPU; a Megatron pipeline runs those of its DP rank, one of
     # GPUs / (TP x PP x CP): TP x PP x CP times the per-GPU micro-batches (as timing.backend.megatron_micro does).
     micro_batches = batch.num_micro_batches * tp * pp * cp
@@ -223,18 +227,38 @@ def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) 
     g, k = m.recompute_granularity, m.recompute_num_layers or 1
     per_layer = mact.all_layers_bytes(a, split, selective=g == "selective") // a.num_layers
     inp, top = mact.layer_input_bytes(a, split), mact.max_layer_bytes(a, split)
-    if g == "full" and m.recompute_method == "block":
-        kk = min(k, lps)
-        kept, once = kk * inp + (lps - kk) * per_layer, 0
-        how = f"block recompute: {kk} layer inputs x {inp} B + {lps - kk} layers x {per_layer} B"
-    elif g == "full":
-        groups = -(-lps // k)
-        kept, once = groups * inp, min(k, lps) * top
-        how = f"uniform recompute in groups of {k}: {groups} group inputs x {inp} B"
-    else:
-        kept, once = lps * per_layer, 0
+
+    def stage(lps: int) -> tuple[int, int, str]:
+        if g == "full" and m.recompute_method == "block":
+            kk = min(k, lps)
+            return (
+                kk * inp + (lps - kk) * per_layer,
+                0,
+                f"block recompute: {kk} layer inputs x {inp} B + {lps - kk} layers x {per_layer} B",
+            )
+        if g == "full":
+            groups = -(-lps // k)
+            return (
+                groups * inp,
+                min(k, lps) * top,
+                f"uniform recompute in groups of {k}: {groups} group inputs x {inp} B",
+            )
         what = "selective (core attention) recompute" if g == "selective" else "no recompute"
-        how = f"{what}: {lps} layers x {per_layer} B"
+        return lps * per_layer, 0, f"{what}: {lps} layers x {per_layer} B"
+
+    # 1F1B: pipeline rank r holds min(PP - r, micro-batches) in flight; the fullest rank sets the peak (with
+    # interleaving, the first rank's chunks).
+    best: tuple[int, int, int, int, int, str] | None = None
+    for r in range(1 if v > 1 else pp):
+        n = chunks if v > 1 else min(pp - r, micro_batches)
+        kept, once, how = stage(layers[r])
+        if best is None or kept * n // v + once > best[0]:
+            best = (kept * n // v + once, r, n, kept, once, how)
+    assert best is not None
+    _, r, chunks, kept, once, how = best
+    lps = layers[r]
+    if len(set(layers)) > 1:
+        how += f"; pipeline rank {r} of layers {'/'.join(map(str, layers))}"
     final = mact.final_norm_bytes(a, split) if pp == 1 else 0
     work = act.forward_working_bytes_per_token(a) // split.seq
     b = ((kept * chunks // v + once + final + work) * t) // cp

@@ -71,9 +71,13 @@ MTP layers, the aux-loss scores (verl sets ``moe_router_load_balancing_type`` no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from calculator.model.activations import BF16, FP32
 from calculator.model.architecture import Architecture
+
+if TYPE_CHECKING:
+    from calculator.inputs.backends import MegatronSection
 
 INT64 = 8  # top-k expert indices (torch.topk)
 INT32 = 4  # TE's permutation row map and the chunk-sort map
@@ -217,3 +221,51 @@ def layer_input_bytes(arch: Architecture, split: MegatronSplit) -> int:
 def final_norm_bytes(arch: Architecture, split: MegatronSplit) -> int:
     """``final_layernorm`` (``TENorm``) on the last stage: input, rsigma and the output the output layer saves."""
     return te_norm_with_output_bytes(arch.hidden_size, split)
+
+
+def stage_layers(num_layers: int, m: MegatronSection) -> tuple[int, ...] | str:
+    """``pipeline_stage_layers`` with a Megatron section's PP and uneven-split settings."""
+    return pipeline_stage_layers(
+        num_layers,
+        m.pipeline_model_parallel_size,
+        first=m.num_layers_in_first_pipeline_stage,
+        last=m.num_layers_in_last_pipeline_stage,
+        embedding=m.account_for_embedding_in_pipeline_split,
+        loss=m.account_for_loss_in_pipeline_split,
+    )
+
+
+def pipeline_stage_layers(
+    num_layers: int,
+    pp: int,
+    *,
+    first: int | None = None,
+    last: int | None = None,
+    embedding: bool = False,
+    loss: bool = False,
+) -> tuple[int, ...] | str:
+    """Decoder layers each pipeline rank builds (all its virtual chunks), or why Megatron-core refuses the split
+    (megatron-core 0.16.1 ``transformer/transformer_block.py`` ``get_num_layers_to_build``): ``first`` / ``last``
+    (``num_layers_in_first/last_pipeline_stage``) fix those stages and the other stages share the rest evenly;
+    otherwise every stage gets (layers + 1 per ``account_for_embedding/loss_in_pipeline_split``) / PP and the first
+    (last) stage builds one less for the embedding (loss). Verl passes these from ``override_transformer_config``
+    (e.g. ``run_qwen3-235b_megatron_96gb.sh``: 94 layers on PP 8 as 11 + 6 x 12 + 11; DeepSeek-V3's script: 61 on PP
+    12 with 6 on the last stage, 5 on each other)."""
+    if first is not None or last is not None:
+        if pp == 1:
+            return "num_layers_in_first/last_pipeline_stage need PP > 1"
+        rest = num_layers - (first or 0) - (last or 0)
+        stages = pp - (first is not None) - (last is not None)
+        if rest < 0 or (stages and rest % stages) or (not stages and rest):
+            return f"the {num_layers} layers do not split as first {first} / last {last} + {stages} even stages"
+        out = [rest // stages if stages else 0] * pp
+        out[0] = out[0] if first is None else first
+        out[-1] = out[-1] if last is None else last
+        return tuple(out)
+    total = num_layers + embedding + loss
+    if total % pp:
+        return f"{total} layers{' (with embedding / loss)' if embedding or loss else ''} are not divisible by PP {pp}"
+    out = [total // pp] * pp
+    out[0] -= embedding
+    out[-1] -= loss
+    return tuple(out)

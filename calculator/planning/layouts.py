@@ -8,8 +8,9 @@ start-up):
 - attention heads % TP == 0 (``megatron/core/transformer/transformer_config.py`` ``__post_init__``, 0.16.1:924);
 - KV heads (``num_query_groups``) % TP == 0 (0.13.0 transformer_config.py:661; 0.16.1:940 also accepts TP a
   multiple of the groups, which 0.13 rejects: not proposed);
-- layers % PP == 0: verl passes no ``num_layers_in_first/last_pipeline_stage``, and Megatron-core then builds
-  ``num_layers // PP`` layers per stage (``transformer_block.py`` ``get_num_layers_to_build``, 0.16.1:158); with
+- the layers split over PP as Megatron-core splits them (``transformer_block.py`` ``get_num_layers_to_build``,
+  0.16.1:158): evenly, or with the scenario's ``num_layers_in_first/last_pipeline_stage`` or
+  ``account_for_embedding/loss_in_pipeline_split`` (``calculator.model.megatron_activations.pipeline_stage_layers``); with
   the scenario's virtual pipeline size V, PP > 1 (``parallel_state.py`` ``initialize_model_parallel``, 0.16.1:745
   "pipeline-model-parallel size should be greater than 1 with interleaved schedule") and (layers / PP) % V == 0
   (transformer_config.py, "must be divisible by virtual pipeline parallel degree");
@@ -44,6 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from calculator.model.megatron_activations import stage_layers
 from calculator.names import Strategy
 from calculator.resolve.roles import critic_strategy, need_critic
 
@@ -103,16 +105,25 @@ def section_layout(m: MegatronSection) -> Layout:
 
 
 def layout_problem(
-    lay: Layout, arch: Architecture, gpus_per_node: int, vpp: int | None = None, num_gpus: int | None = None
+    lay: Layout,
+    arch: Architecture,
+    gpus_per_node: int,
+    meg: MegatronSection | None = None,
+    num_gpus: int | None = None,
 ) -> str | None:
     """Why Megatron-core / verl reject ``lay`` for ``arch`` (on ``num_gpus`` GPUs when given), or None (module
-    docstring: the rules and their sources)."""
+    docstring: the rules and their sources). ``meg``: the section whose virtual pipeline size and uneven pipeline
+    split (``calculator.model.megatron_activations.pipeline_stage_layers``) the layout keeps."""
+    vpp = meg.virtual_pipeline_model_parallel_size if meg is not None else None
     if lay.tp > gpus_per_node:
         return f"TP {lay.tp} > {gpus_per_node} GPUs per node"
     if arch.num_attention_heads % lay.tp or arch.num_kv_heads % lay.tp:
         return f"TP {lay.tp} does not divide the {arch.num_attention_heads} attention / {arch.num_kv_heads} KV heads"
-    if arch.num_layers % lay.pp:
-        return f"PP {lay.pp} does not divide the {arch.num_layers} layers"
+    split = (
+        stage_layers(arch.num_layers, meg.model_copy(update={"pipeline_model_parallel_size": lay.pp})) if meg else None
+    )
+    if isinstance(split, str) or (split is None and arch.num_layers % lay.pp):
+        return f"PP {lay.pp} does not split the {arch.num_layers} layers" + (f" ({split})" if split else "")
     if vpp is not None and (lay.pp == 1 or (arch.num_layers // lay.pp) % vpp):
         return f"virtual pipeline {vpp} needs PP > 1 and layers per stage divisible by it (PP {lay.pp})"
     if lay.ep > 1 and (not arch.is_moe or arch.num_experts % lay.ep):
@@ -145,7 +156,7 @@ def candidate_layouts(s: Scenario, arch: Architecture, max_gpus: int) -> list[La
     valid one within the bounds whose smallest world fits in ``max_gpus``, least model parallelism first."""
     own = layout_of(s)
     m: MegatronSection = s.actor.megatron
-    per_node, vpp = s.hardware.gpus_per_node, m.virtual_pipeline_model_parallel_size
+    per_node = s.hardware.gpus_per_node
     others = {
         Layout(tp, pp, ep, own.cp, own.etp)
         for tp in LAYOUT_TP_CHOICES
@@ -153,7 +164,7 @@ def candidate_layouts(s: Scenario, arch: Architecture, max_gpus: int) -> list[La
         for ep in _ep_choices(arch)
     }
     valid = [
-        lay for lay in others - {own} if lay.min_world <= max_gpus and layout_problem(lay, arch, per_node, vpp) is None
+        lay for lay in others - {own} if lay.min_world <= max_gpus and layout_problem(lay, arch, per_node, m) is None
     ]
     return [own, *sorted(valid, key=parallelism_key)]
 

@@ -252,7 +252,6 @@ def _megatron_parallel(c: _Scope) -> list[Change]:
         return []
     own = layout_of(c.s)
     per_node, g = c.s.hardware.gpus_per_node, c.s.hardware.num_gpus
-    vpp = c.s.actor.megatron.virtual_pipeline_model_parallel_size
     out: list[Change] = []
     for field, attr in (("expert_model_parallel_size", "ep"), ("tensor_model_parallel_size", "tp"),
                         ("pipeline_model_parallel_size", "pp")):  # fmt: skip
@@ -260,7 +259,7 @@ def _megatron_parallel(c: _Scope) -> list[Change]:
             x
             for x in _POWERS
             if x > getattr(own, attr)
-            and layout_problem(replace(own, **{attr: x}), c.arch, per_node, vpp, num_gpus=g) is None
+            and layout_problem(replace(own, **{attr: x}), c.arch, per_node, c.s.actor.megatron, num_gpus=g) is None
         ]
         critic = critic_follows_actor(c.s)  # a critic with the actor's layout moves with it, as in the planner
         out += [{f"actor.megatron.{field}": x} | ({f"critic.megatron.{field}": x} if critic else {}) for x in sizes[:2]]

@@ -46,6 +46,15 @@ class KeyMap:
 NESTED_FIELDS: dict[str, str] = {
     f: f"override_transformer_config.{f}" for f in ("recompute_granularity", "recompute_method", "recompute_num_layers")
 }
+# Megatron-core's uneven pipeline split, which scripts add with '+' (absent from verl's generated config):
+# examples/grpo_trainer/run_qwen3-235b_megatron_96gb.sh, run_deepseek671b_math_megatron_96gb.sh.
+UNEVEN_PP_FIELDS = (
+    "num_layers_in_first_pipeline_stage",
+    "num_layers_in_last_pipeline_stage",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+)
+NESTED_FIELDS.update({f: f"override_transformer_config.{f}" for f in UNEVEN_PP_FIELDS})
 
 
 # Megatron optimizer settings rlplan keeps in the megatron section but verl reads from the role's ``optim``
@@ -285,13 +294,18 @@ PLUS_KEYS: frozenset[str] = frozenset(
             for f, path in MEGATRON_OPTIM_FIELDS.items()
             if ".override_optimizer_config." in path
         ),
+        *(megatron_verl_key(role, f) for role in (_A, "critic") for f in UNEVEN_PP_FIELDS),
     }
 )
 # Megatron fields whose verl key is absent from verl 0.9.1's generated Megatron config: the
 # override_optimizer_config pass-through ('+' keys) and megatron.grad_offload (in the 0.7.1-0.9.0 configs,
 # removed in 0.9.1).
 MEGATRON_ABSENT_FIELDS: frozenset[str] = frozenset(
-    {"grad_offload", *(f for f, p in MEGATRON_OPTIM_FIELDS.items() if ".override_optimizer_config." in p)}
+    {
+        "grad_offload",
+        *UNEVEN_PP_FIELDS,
+        *(f for f, p in MEGATRON_OPTIM_FIELDS.items() if ".override_optimizer_config." in p),
+    }
 )
 
 # model.target_modules: rlplan's short names <-> the module lists verl/PEFT accept.

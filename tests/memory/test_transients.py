@@ -156,3 +156,16 @@ def test_ulysses_extra_bytes_is_the_sp_part_of_the_activations():
         sp1 = _activations("qwen2.5-7b-grpo-8xh100", {"model.enable_gradient_checkpointing": ckpt}, 4096)
         with_sp = training_activations(ctx.actor, plan, batch, offload=False).bytes
         assert ulysses_extra_bytes(ctx.actor, plan, batch, offload=False) == with_sp - sp1 > 0
+
+
+def test_uneven_pipeline_split_sets_the_first_stage_layers():
+    """Qwen2.5-7B, PP 4 with 4 layers on the first stage (28 = 4 + 8 + 8 + 8): the first stage holds 4 micro-batches
+    in flight x 4 layers = 16 layer-micro-batches, the second 3 x 8 = 24: the second rank sets the peak."""
+    ov = {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 4}
+    per_layer = mact.layer_bytes(DENSE, 0, MegatronSplit(1, True, 1))
+    even = _activations("qwen2.5-7b-grpo-8xh100", ov, 4096)
+    uneven = _activations(
+        "qwen2.5-7b-grpo-8xh100", {**ov, "actor.megatron.num_layers_in_first_pipeline_stage": 4}, 4096
+    )
+    assert even == (7 * 4 * per_layer + WORK_DENSE) * 4096  # 7 layers x 4 in flight on the first stage
+    assert uneven == (8 * 3 * per_layer + WORK_DENSE) * 4096

@@ -135,3 +135,26 @@ def test_layer_input_and_final_norm():
     assert mact.layer_input_bytes(MOE, ONE) == 2 * 2048
     assert mact.layer_input_bytes(MOE, MegatronSplit(4, True)) == 2 * 2048 // 4
     assert mact.final_norm_bytes(MOE, ONE) == 2 * 2048 + 4 + 2 * 2048
+
+
+def test_pipeline_stage_layers_as_megatron_core_splits_them():
+    """megatron-core 0.16.1 get_num_layers_to_build: even split; uneven first / last stages with the rest even;
+    the embedding / loss counted as a layer of the first / last stage; a split it asserts against is a reason."""
+    split = mact.pipeline_stage_layers
+    assert split(28, 2) == (14, 14)
+    assert split(94, 8, embedding=True, loss=True) == (11, 12, 12, 12, 12, 12, 12, 11)  # verl's Qwen3-235B script
+    assert split(61, 12, last=6) == (5,) * 11 + (6,)  # verl's DeepSeek-V3 script (LAST_LAYER 6)
+    assert split(61, 16, first=3, last=2) == (3,) + (4,) * 14 + (2,)  # NeMo RL's DeepSeek-V3 recipe
+    assert split(94, 8) == "94 layers are not divisible by PP 8"
+    assert "do not split" in split(61, 12, last=5)  # 56 over 11 stages
+    assert "PP > 1" in split(28, 1, first=10)
+
+
+def test_uneven_split_with_embedding_or_loss_is_refused():
+    import pytest
+    from pydantic import ValidationError
+
+    from calculator.inputs.backends import MegatronSection
+
+    with pytest.raises(ValidationError, match="standalone embedding"):
+        MegatronSection(num_layers_in_last_pipeline_stage=6, account_for_loss_in_pipeline_split=True)

@@ -34,6 +34,7 @@ def _dsv3_96_h20() -> Scenario:
     meg = {
         "tensor_model_parallel_size": 8,
         "pipeline_model_parallel_size": 12,
+        "num_layers_in_last_pipeline_stage": 6,  # the script's LAST_LAYER: 61 layers as 11 x 5 + 6
         "expert_model_parallel_size": 8,
         "expert_tensor_parallel_size": 1,
         "param_offload": True,

@@ -157,6 +157,8 @@ QWEN235B = (  # recipe grpo-qwen3-235b-16n8g.yaml: 16 prompts x 32 generations
         "actor.megatron.context_parallel_size": 2,
         "actor.megatron.expert_model_parallel_size": 16,
         "actor.megatron.pipeline_model_parallel_size": 8,
+        "actor.megatron.num_layers_in_first_pipeline_stage": 11,  # the recipe's: 94 layers as 11 + 6 x 12 + 11
+        "actor.megatron.num_layers_in_last_pipeline_stage": 11,
     },
 )
 DEEPSEEK_V3 = (  # recipe grpo-deepseek-v3-32n8g.yaml: 32 prompts x 16 generations
@@ -168,6 +170,8 @@ DEEPSEEK_V3 = (  # recipe grpo-deepseek-v3-32n8g.yaml: 32 prompts x 16 generatio
         "rollout.tensor_model_parallel_size": 32,
         "actor.megatron.expert_model_parallel_size": 16,
         "actor.megatron.pipeline_model_parallel_size": 16,
+        "actor.megatron.num_layers_in_first_pipeline_stage": 3,  # the recipe's: 61 layers as 3 + 14 x 4 + 2
+        "actor.megatron.num_layers_in_last_pipeline_stage": 2,
     },
 )
 LARGE_MOE_GAP = (

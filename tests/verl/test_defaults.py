@@ -9,11 +9,13 @@ import pytest
 from calculator import load_scenario
 from calculator import verl as V
 from calculator.inputs.scenario import MegatronSection
+from calculator.verl.keys import UNEVEN_PP_FIELDS
 
 # Added with '+' into the engine_kwargs pass-through dict (default {}): no default to copy.
 NO_DEFAULT = {"actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype"}
-# Megatron: the '+' keys of optim.override_optimizer_config and megatron.grad_offload (removed in verl 0.9.1):
-# absent from the 0.9.1 config, so Megatron-core's default (= the Scenario's) applies.
+# Megatron: the '+' keys of optim.override_optimizer_config and of the uneven pipeline split
+# (override_transformer_config) and megatron.grad_offload (removed in verl 0.9.1): absent from the 0.9.1 config, so
+# Megatron-core's default (= the Scenario's) applies.
 NO_MEGATRON_DEFAULT = {
     f"{role}.{path}"
     for role in ("actor_rollout_ref.actor", "critic")
@@ -22,6 +24,7 @@ NO_MEGATRON_DEFAULT = {
         "optim.override_optimizer_config.optimizer_cpu_offload",
         "optim.override_optimizer_config.optimizer_offload_fraction",
         "optim.override_optimizer_config.overlap_cpu_optimizer_d2h_h2d",
+        *(f"megatron.override_transformer_config.{f}" for f in UNEVEN_PP_FIELDS),
     )
 }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from calculator.inputs.scenario import Scenario
+from calculator.model.megatron_activations import stage_layers
 from calculator.resolve.architectures import resolve_architectures
 from calculator.resolve.versions import behaviour
 from calculator.verl.checks.problem import (
@@ -35,6 +36,7 @@ from calculator.verl.checks.resolved import (
 )
 
 if TYPE_CHECKING:
+    from calculator.inputs.backends import MegatronSection
     from calculator.model.architecture import Architecture
 
 
@@ -185,6 +187,25 @@ def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
     return out + _rollout_tp_heads_rule(s, arch) + _ulysses_heads_rules(s, arch) + _max_model_len_rule(s, arch)
 
 
+def _layer_split_rule(s: Scenario, role: str, m: MegatronSection) -> list[ConfigProblem]:
+    """Megatron-core builds each pipeline stage's layers as ``pipeline_stage_layers`` says, or asserts."""
+    arch = _arch(s) if role == "actor" or not s.critic.model_path else None
+    split = stage_layers(arch.num_layers, m) if arch is not None else ()
+    if arch is None or not isinstance(split, str):
+        return []
+    return [
+        _p(
+            "megatron_layer_split",
+            "error",
+            f"{role}: {split}: Megatron-core cannot split the model's {arch.num_layers} layers over "
+            f"{m.pipeline_model_parallel_size} pipeline stages ('num_layers should be divisible by "
+            "pipeline_model_parallel_size'). Set override_transformer_config.num_layers_in_first/"
+            "last_pipeline_stage or account_for_embedding/loss_in_pipeline_split so that they divide.",
+            "megatron/core/transformer/transformer_block.py:get_num_layers_to_build (megatron-core 0.16.1)",
+        )
+    ]
+
+
 def _parallel_rules(s: Scenario) -> list[ConfigProblem]:
     out: list[ConfigProblem] = []
     g = s.hardware.num_gpus
@@ -245,6 +266,7 @@ def _parallel_rules(s: Scenario) -> list[ConfigProblem]:
                     "Megatron engine); verl/utils/config.py:validate_config for the actor",
                 )
             )
+        out += _layer_split_rule(s, role, m)
         etp = m.expert_tensor_parallel_size or m.tensor_model_parallel_size
         emp = etp * m.expert_model_parallel_size * m.pipeline_model_parallel_size
         if m.expert_model_parallel_size > 1 and g % emp:

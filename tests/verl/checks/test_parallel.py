@@ -29,6 +29,14 @@ BAD: list[tuple[str, dict[str, Any], dict[str, Any], str, str, str]] = [
     ),
     (
         GRPO,
+        {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 8},
+        {},
+        "megatron_layer_split",
+        "error",
+        "actor: 28 layers are not divisible by PP 8",
+    ),
+    (
+        GRPO,
         {},
         {"rollout.tensor_model_parallel_size": 3},
         "rollout_tp_gpus",
@@ -145,6 +153,17 @@ GOOD: list[tuple[str, dict[str, Any], str]] = [
     (GRPO, {"actor.ulysses_sequence_parallel_size": 4}, "ulysses_heads"),
     (GRPO, {"actor.ulysses_sequence_parallel_size": 2}, "ulysses_remove_padding"),
     (PPO, {"critic.ulysses_sequence_parallel_size": 2}, "ulysses_world"),
+    # 28 layers on PP 8: 3 on each of the first 7 stages and 7 on the last (num_layers_in_last_pipeline_stage)
+    (
+        GRPO,
+        {
+            "actor.strategy": "megatron",
+            "actor.megatron.pipeline_model_parallel_size": 8,
+            "actor.megatron.num_layers_in_last_pipeline_stage": 7,
+        },
+        "megatron_layer_split",
+    ),
+    (GRPO, {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 4}, "megatron_layer_split"),
 ]
 
 

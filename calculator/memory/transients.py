@@ -249,7 +249,8 @@ def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) 
     # 1F1B: pipeline rank r holds min(PP - r, micro-batches) in flight; the fullest rank sets the peak (with
     # interleaving, the first rank's chunks).
     best: tuple[int, int, int, int, int, str] | None = None
-    for r in range(1 if v > 1 else pp):
+    # An even split's first rank holds the most micro-batches: the loop is needed only for uneven ones.
+    for r in range(1 if v > 1 or len(set(layers)) == 1 else pp):
         n = chunks if v > 1 else min(pp - r, micro_batches)
         kept, once, how = stage(layers[r])
         if best is None or kept * n // v + once > best[0]:

@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from calculator.model.megatron_activations import stage_layers
+from calculator.model.megatron_activations import pipeline_stage_layers
 from calculator.names import Strategy
 from calculator.resolve.roles import critic_strategy, need_critic
 
@@ -120,7 +120,16 @@ def layout_problem(
     if arch.num_attention_heads % lay.tp or arch.num_kv_heads % lay.tp:
         return f"TP {lay.tp} does not divide the {arch.num_attention_heads} attention / {arch.num_kv_heads} KV heads"
     split = (
-        stage_layers(arch.num_layers, meg.model_copy(update={"pipeline_model_parallel_size": lay.pp})) if meg else None
+        pipeline_stage_layers(
+            arch.num_layers,
+            lay.pp,
+            first=meg.num_layers_in_first_pipeline_stage,
+            last=meg.num_layers_in_last_pipeline_stage,
+            embedding=meg.account_for_embedding_in_pipeline_split,
+            loss=meg.account_for_loss_in_pipeline_split,
+        )
+        if meg
+        else None
     )
     if isinstance(split, str) or (split is None and arch.num_layers % lay.pp):
         return f"PP {lay.pp} does not split the {arch.num_layers} layers" + (f" ({split})" if split else "")

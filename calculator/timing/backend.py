@@ -21,6 +21,7 @@ from calculator.inputs.scenario import MegatronSection, Scenario
 from calculator.memory.context import Context
 from calculator.memory.training import megatron_role_shards, shard_size
 from calculator.model.architecture import Architecture
+from calculator.model.megatron_activations import stage_layers
 from calculator.model.roles import RoleModel, trainable_adapter_params
 from calculator.resolve.batching import PassBatch
 from calculator.resolve.roles import TrainerPlan
@@ -169,17 +170,22 @@ def megatron_pass(
         m.expert_model_parallel_size,
     )
     tokens, n_micro = megatron_micro(s, r, pb, seq_len)
-    stage = tokens * flops_per_token / (tp * cp * pp) / (peak_flops(ctx.gpu) * mfu)
+    # 1F1B runs at the pace of its slowest stage: with an uneven split (Megatron-core's layers per stage,
+    # model.megatron_activations.stage_layers) the fullest stage's layers over the mean (1 for an even split).
+    layers = stage_layers(a.num_layers, m)
+    slowest = 1.0 if isinstance(layers, str) else max(layers) * pp / a.num_layers
+    stage = tokens * flops_per_token / (tp * cp * pp) / (peak_flops(ctx.gpu) * mfu) * slowest
     slow = stage / gemm_efficiency(s, tokens / cp, ctx.gpu) - stage
     comm = 0.0
     if tp > 1:  # 2 all-gathers + 2 reduce-scatters (SP) or 2 all-reduces per layer per pass
         vol = 4 * ring_fraction(tp) * tokens / cp * a.hidden_size * 2
-        comm += passes * (a.num_layers / pp) * vol / collective_bytes_per_s(s, ctx.gpu, tp)
+        comm += passes * (a.num_layers / pp * slowest) * vol / collective_bytes_per_s(s, ctx.gpu, tp)
     if ep > 1 and a.is_moe:  # dispatch + combine all-to-all per MoE layer per pass
         vol = 2 * ring_fraction(ep) * tokens / (cp * tp) * a.num_experts_per_tok * a.hidden_size * 2
-        comm += passes * (a.num_moe_layers / pp) * all_to_all_seconds(s, ctx.gpu, vol, ep * tp)
+        comm += passes * (a.num_moe_layers / pp * slowest) * all_to_all_seconds(s, ctx.gpu, vol, ep * tp)
     ring = cp_ring_seconds(ctx, r, tokens, seq_len, mfu, passes) if cp > 1 else 0.0
-    launch = max(0.0, host_seconds(s, r.role, passes, a.num_layers / pp) - (stage + slow + comm + ring))
+    host = host_seconds(s, r.role, passes, a.num_layers / pp * slowest)
+    launch = max(0.0, host - (stage + slow + comm + ring))
     return {
         "compute": n_micro * stage,
         "gemm_small_batch": n_micro * slow,

@@ -136,6 +136,18 @@ def test_megatron_pipeline_bubble_is_pp_minus_one_stage_times():
     assert terms["pipeline_bubble"] == pytest.approx(3 * stage, rel=1e-9)
 
 
+def test_an_uneven_pipeline_split_runs_at_its_slowest_stage():
+    """PP 4 with 4 layers on the first stage (28 = 4 + 8 + 8 + 8): 1F1B runs at the pace of an 8-layer stage, 8 / 7
+    of the even split's compute per micro-batch."""
+    meg = {"actor.strategy": "megatron", "actor.megatron.pipeline_model_parallel_size": 4}
+    out = []
+    for extra in ({}, {"actor.megatron.num_layers_in_first_pipeline_stage": 4}):
+        _, ctx, r = engine({**meg, **extra})
+        pb = ctx.r.passes[Phase.OLD_LOG_PROB].expected
+        out.append(megatron_pass(ctx, r, pb, 1112, forward_flops_per_token(ctx.actor, 1112), 0.35, passes=1))
+    assert out[1]["compute"] == pytest.approx(out[0]["compute"] * 8 / 7, rel=1e-12)
+
+
 def test_all_to_all_uses_nvlink_in_a_node_and_the_nic_across_nodes():
     """1 GB per GPU. 8 GPUs in one node: 1e9 / 337.5 GB/s = 2.963 ms. 16 GPUs over 2 nodes: 8 of the 15 peers are
     remote, 8/15 GB leaves through the GPU's 50 GB/s NIC x 0.7 = 15.24 ms (the NVLink share, 7/15 GB, is faster);

@@ -175,10 +175,11 @@ def training_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *
     t = batch.tokens_per_gpu
     work = act.forward_working_bytes_per_token(a) * t
     final = act.final_norm_saved_bytes_per_token(a) * t
-    # Ulysses SP: each layer also saves the attention output twice and any repeated k / v (activations module).
+    # Ulysses SP: each layer also saves the attention output twice and any repeated k / v (ulysses_extra_bytes).
     sp_extra = act.ulysses_extra_bytes_per_token(a, plan.sp)
-    layer = act.max_layer_saved_bytes_per_token(a) + sp_extra
-    sp_text = f" (incl. Ulysses SP {plan.sp}: +{sp_extra} B/token per layer)" if sp_extra else ""
+    sp_bytes = ulysses_extra_bytes(role, plan, batch, offload=offload)
+    layer = act.max_layer_saved_bytes_per_token(a)
+    sp_text = f" (+ Ulysses SP {plan.sp}: {sp_extra} B/token per layer)" if sp_extra else ""
     if ckpt:
         kept = 2 if offload else a.num_layers
         inputs = kept * act.checkpoint_input_bytes_per_token(a) * t
@@ -194,13 +195,13 @@ def training_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, *
             saved = 2 * layer * t
             f = f"activation offload: 2 layers x {layer} B/token{sp_text} x {t} tokens + final norm + working set"
         else:
-            saved = (act.all_layers_saved_bytes_per_token(a) + a.num_layers * sp_extra) * t
+            saved = act.all_layers_saved_bytes_per_token(a) * t
             f = (
                 f"no checkpointing: {a.num_layers} layers x {layer} B/token{sp_text} x {t} tokens + final norm"
                 " + working set"
             )
         b = saved + final + work
-    return Component(name=f"{role.name}_activations", role=role.name, bytes=b, formula=f)
+    return Component(name=f"{role.name}_activations", role=role.name, bytes=b + sp_bytes, formula=f)
 
 
 def _megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch) -> Component:

@@ -223,11 +223,12 @@ def final_norm_bytes(arch: Architecture, split: MegatronSplit) -> int:
     return te_norm_with_output_bytes(arch.hidden_size, split)
 
 
-def stage_layers(num_layers: int, m: MegatronSection) -> tuple[int, ...] | str:
-    """``pipeline_stage_layers`` with a Megatron section's PP and uneven-split settings."""
+def stage_layers(num_layers: int, m: MegatronSection, pp: int | None = None) -> tuple[int, ...] | str:
+    """``pipeline_stage_layers`` with a Megatron section's uneven-split settings and its PP (or ``pp``: a layout
+    the planner tries)."""
     return pipeline_stage_layers(
         num_layers,
-        m.pipeline_model_parallel_size,
+        pp or m.pipeline_model_parallel_size,
         first=m.num_layers_in_first_pipeline_stage,
         last=m.num_layers_in_last_pipeline_stage,
         embedding=m.account_for_embedding_in_pipeline_split,

@@ -199,17 +199,6 @@ _HEAD_SUFFIXES = ("_logits", "_entropy")
 FUSED_DEPENDENT_SUFFIXES = (*_HEAD_SUFFIXES, "fragmentation")
 
 
-_UPDATES = frozenset({Phase.UPDATE_ACTOR, Phase.UPDATE_CRITIC})
-
-
-def one_micro_batch_update(s: Scenario) -> bool:
-    """Whether an update pass of ``s`` (actor or critic) is one micro-batch per mini-batch at the expected or the
-    worst-case lengths: its gradients are then born during the backward (``calculator.memory.backward``), so its
-    memory is not bounded by that of a more saving micro-batch sizing (the planner's frontier tries both)."""
-    passes = build_context(s).r.passes
-    return any(p.batch(w).num_micro_batches == 1 for ph, p in passes.items() if ph in _UPDATES for w in (False, True))
-
-
 def fused_independent_bytes(p: PhaseOut) -> int:
     """A lower bound on phase ``p``'s bytes with the other fused-kernel choice (exact ints; see above)."""
     if not any(c.name.endswith(_HEAD_SUFFIXES) for c in p.details):
@@ -224,6 +213,17 @@ def fails_with_either_fused_choice(f: FitCheck, report: Report) -> bool:
         return True
     over = any(fused_independent_bytes(p) / GIB_BYTES > f.limit_gib_per_gpu for p in report.phases)
     return over or any(fused_independent_bytes(p) / GIB_BYTES > f.usable_memory_gib for p in report.worst_case_phases)
+
+
+_UPDATES = frozenset({Phase.UPDATE_ACTOR, Phase.UPDATE_CRITIC})
+
+
+def one_micro_batch_update(s: Scenario) -> bool:
+    """Whether an update pass of ``s`` (actor or critic) is one micro-batch per mini-batch at the expected or the
+    worst-case lengths: its gradients are then born during the backward (``calculator.memory.backward``), so its
+    memory is not bounded by that of a more saving micro-batch sizing (the planner's frontier tries both)."""
+    passes = build_context(s).r.passes
+    return any(p.batch(w).num_micro_batches == 1 for ph, p in passes.items() if ph in _UPDATES for w in (False, True))
 
 
 __all__ = [

@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from calculator.model.megatron_activations import pipeline_stage_layers
+from calculator.model.megatron_activations import pipeline_stage_layers, stage_layers
 from calculator.names import Strategy
 from calculator.resolve.roles import critic_strategy, need_critic
 
@@ -119,20 +119,9 @@ def layout_problem(
         return f"TP {lay.tp} > {gpus_per_node} GPUs per node"
     if arch.num_attention_heads % lay.tp or arch.num_kv_heads % lay.tp:
         return f"TP {lay.tp} does not divide the {arch.num_attention_heads} attention / {arch.num_kv_heads} KV heads"
-    split = (
-        pipeline_stage_layers(
-            arch.num_layers,
-            lay.pp,
-            first=meg.num_layers_in_first_pipeline_stage,
-            last=meg.num_layers_in_last_pipeline_stage,
-            embedding=meg.account_for_embedding_in_pipeline_split,
-            loss=meg.account_for_loss_in_pipeline_split,
-        )
-        if meg
-        else None
-    )
-    if isinstance(split, str) or (split is None and arch.num_layers % lay.pp):
-        return f"PP {lay.pp} does not split the {arch.num_layers} layers" + (f" ({split})" if split else "")
+    split = stage_layers(arch.num_layers, meg, pp=lay.pp) if meg else pipeline_stage_layers(arch.num_layers, lay.pp)
+    if isinstance(split, str):
+        return f"PP {lay.pp} does not split the {arch.num_layers} layers ({split})"
     if vpp is not None and (lay.pp == 1 or (arch.num_layers // lay.pp) % vpp):
         return f"virtual pipeline {vpp} needs PP > 1 and layers per stage divisible by it (PP {lay.pp})"
     if lay.ep > 1 and (not arch.is_moe or arch.num_experts % lay.ep):

@@ -4,35 +4,36 @@
 table of ``calculator.planning.planner``) and ``calculator.planning.advisor`` (the OOM advisor) are built on
 it. Every candidate is judged by ``estimate()`` itself, with the fit rule of ``calculator.planning.fit``.
 
-**GPU counts searched**: the ladder of ``calculator.planning.space`` (powers of two up to a node, then
-whole nodes, up to ``max_gpus``); a count is skipped when verl would reject its batch geometry:
-``train_batch_size x n`` must divide over the GPUs (``verl/utils/config.py`` validate_config
-"real_train_batch_size ... must be divisible by minimal possible batch size") and each mini-batch over
-the data-parallel ranks (``verl/workers/engine_workers.py`` ``train_batch``:
+**GPU counts searched**: the ladder of ``calculator.planning.space`` (powers of two up to a node, then whole nodes, up
+to ``max_gpus``); a count is skipped when verl would reject its batch geometry: ``train_batch_size x n`` must divide
+over the GPUs (``verl/utils/config.py`` validate_config "real_train_batch_size ... must be divisible by minimal possible
+batch size") and each mini-batch over the data-parallel ranks (``verl/workers/engine_workers.py`` ``train_batch``:
 ``mini_batch_size % data_parallel_size == 0``, mini-batch = ``ppo_mini_batch_size x n``, DP = GPUs / SP).
 
 **Levers** (:class:`Knobs`, listed in ``calculator.planning.space``): each lever's candidate values run
 from the least memory-saving (usually the fastest) to the most saving.
 
-**Pruning** rests on one property checked by the tests: the *frontier* configuration of a count (every
-monotone lever at its most saving value, the largest valid SP with the most saving micro-batch sizing valid there
-(one fixed sequence per micro-batch, or a token budget the count's SP can hold), the lowest
-``gpu_memory_utilization`` whose KV still holds a max-length sequence) needs no
-more memory than any other searched configuration of that count, for each rollout TP and fused-kernel
-choice (the two levers that are not monotone, so both values are tried). Its memory never grows with
-the GPU count (training state shrinks as 1/N, everything else per GPU is constant) from 2 GPUs on, so the smallest
-feasible count is found by galloping from a guess then bisection over the ladder
-(``calculator.planning.gallop``; the answer is the one a scan from the bottom gives, whatever the guess), and the
-count before it has been evaluated and found infeasible. One GPU is the exception (FSDP's NO_SHARD gathers nothing,
-so a LoRA sync does not summon the fp32 model): it is probed whenever the search answers more. A frontier
-candidate that fails with one fused-kernel choice by more than the logits, entropy and fragmentation it holds fails
-with the other too, which is then not estimated (``calculator.planning.fit.fails_with_either_fused_choice``).
-The fastest configuration at a count is then found by relaxing levers one at a time from the frontier (first
-improvement, in a fixed order; ladder levers by bisection), which is a heuristic, not an exhaustive search.
+**Pruning** rests on one property checked by the tests: the *frontier* configurations of a count (every monotone lever
+at its most saving value, the largest valid SP with the most saving micro-batch sizing valid there (one fixed sequence
+per micro-batch, or a token budget the count's SP can hold), the lowest ``gpu_memory_utilization`` whose KV still holds
+a max-length sequence; and, when the configured sizing makes an update one micro-batch per mini-batch, that sizing too,
+since its gradients are born during the backward (``calculator.memory.backward``)) need no more memory than any other
+searched configuration of that count, for each rollout TP and fused-kernel choice (the two levers that are not monotone,
+so both values are tried), up to the Ulysses attention copies a larger SP adds where the tokens per GPU do not shrink
+(``calculator.memory.transients.ulysses_extra_bytes``). Their memory never grows with the GPU count (training state
+shrinks as 1/N, everything else per GPU is constant) from 2 GPUs on, so the smallest feasible count is found by
+galloping from a guess then bisection over the ladder (``calculator.planning.gallop``; the answer is the one a scan from
+the bottom gives, whatever the guess), and the count before it has been evaluated and found infeasible. One GPU is the
+exception (FSDP's NO_SHARD gathers nothing, so a LoRA sync does not summon the fp32 model): it is probed whenever the
+search answers more. A frontier candidate that fails with one fused-kernel choice by more than the logits, entropy and
+fragmentation it holds fails with the other too, which is then not estimated
+(``calculator.planning.fit.fails_with_either_fused_choice``). The fastest configuration at a count is then found by
+relaxing levers one at a time from the frontier (first improvement, in a fixed order; ladder levers by bisection), which
+is a heuristic, not an exhaustive search.
 
-**Work shared between GPU types** (issue #18, ``calculator.planning.shared``): one plan's searches share the
-candidates' scenarios, and GPU types with the same usable memory and host RAM share the candidates' memory
-estimates; only the step time is computed per GPU type. ``num_estimates`` counts the estimates a search ran itself.
+**Work shared between GPU types** (issue #18, ``calculator.planning.shared``): one plan's searches share the candidates'
+scenarios, and GPU types with the same usable memory and host RAM share the candidates' memory estimates; only the step
+time is computed per GPU type. ``num_estimates`` counts the estimates a search ran itself.
 """
 
 from __future__ import annotations
@@ -214,34 +215,33 @@ class GpuSearch:
 
     def frontier(self, n: int) -> list[Knobs]:
         """Most memory-saving valid configurations of count ``n``, one per rollout TP x fused-kernel
-        choice (larger TP first), each at the lowest ``gpu_memory_utilization`` whose KV cache holds a
-        max_model_len sequence (those with no such value are left out). Cached per count."""
+        choice (larger TP first), then the one-micro-batch ones (``_one_micro_batch``, evaluated last), each at the
+        lowest ``gpu_memory_utilization`` whose KV cache holds a max_model_len sequence (those with no such value are
+        left out). Cached per count."""
         if n in self._frontiers:
             return self._frontiers[n]
         most = {lever: max(self.bool_domain(lever)) for lever in BOOL_LEVERS}
         utils = self.util_values()
-        out: list[Knobs] = []
-        singles: list[Knobs] = []  # evaluated last: only a count the most saving members miss reaches them
+        out: list[Knobs | None] = []
+        singles: list[Knobs | None] = []
         for tp in sorted(self.tp_values(n), reverse=True):
             for fused in (True, False):
                 proto = self._most_saving_valid(n, tp, fused, most, utils[-1])
                 if proto is None:
                     continue
+                out.append(self._lowest_util(proto, utils))
                 one = self._one_micro_batch(n, tp, fused, most, utils[-1])
-                for p, into in ((proto, out), (one, singles)):
-                    if p is None or (into is singles and p == proto):
-                        continue
-                    ks = (p.updated(gpu_memory_utilization=u) for u in utils)
-                    k = next((k for k in ks if self._kv_ok(k)), None)
-                    if k is not None:
-                        into.append(k)
-        self._frontiers[n] = out + singles
+                if one is not None and one != proto:
+                    singles.append(self._lowest_util(one, utils))
+        self._frontiers[n] = [k for k in out + singles if k is not None]
         return self._frontiers[n]
 
+    def _lowest_util(self, k: Knobs, utils: list[float]) -> Knobs | None:
+        return next((x for x in (k.updated(gpu_memory_utilization=u) for u in utils) if self._kv_ok(x)), None)
+
     def _one_micro_batch(self, n: int, tp: int, fused: bool, most: dict[str, bool], util: float) -> Knobs | None:
-        """The configured sizing at the smallest valid SP if an update of it is one micro-batch per mini-batch
-        (``one_micro_batch_update``): with several, the grads sit beside the activations. Smaller SP and the largest
-        micro-batch are the likeliest to be one; all such hold the same tokens per GPU. Shared by the GPU types."""
+        """The configured (largest) sizing at the smallest valid SP if it makes an update one micro-batch per
+        mini-batch (``one_micro_batch_update``); all such sizings hold the same tokens per GPU. Shared by GPU types."""
         key = (n, tp, fused)
         if key not in self.shared.singles:
             self.shared.singles[key] = None

@@ -190,8 +190,10 @@ def _heads_rules(s: Scenario, arch: Architecture | None) -> list[ConfigProblem]:
 def _layer_split_rule(s: Scenario, role: str, m: MegatronSection) -> list[ConfigProblem]:
     """Megatron-core builds each pipeline stage's layers as ``pipeline_stage_layers`` says, or asserts."""
     arch = _arch(s) if role == "actor" or not s.critic.model_path else None
-    split = stage_layers(arch.num_layers, m) if arch is not None else ()
-    if arch is None or not isinstance(split, str):
+    if arch is None:
+        return []
+    split = stage_layers(arch.num_layers, m)
+    if not isinstance(split, str):
         return []
     return [
         _p(

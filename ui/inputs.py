@@ -15,13 +15,13 @@ from typing import Any
 import streamlit as st
 
 from calculator import ALGORITHMS, model_families
-from ui import keys, profiles, state, text
+from ui import field_values, keys, profiles, state, text
 from ui.fields import FieldSpec, coerce, encode_value, field, widget_fields
 from ui.i18n import field_help, field_label, tr, tr_or
 from ui.options import gpu_ids, gpu_label, model_ids, model_label
 from ui.placement import PLACEMENT_FIELDS, placement_inputs
 
-PERSIST = "session"  # widget values survive page switches and hidden widgets
+PERSIST = "session"  # the non-field widgets keep their values over page switches (fields: ui.field_values)
 MAX_TEXT_CHARS = state.MAX_TEXT_CHARS  # one-line text inputs (checked again by state.sanitize_widgets)
 
 # Where each field appears; every other widget field goes to "More verl settings", grouped by section.
@@ -142,13 +142,13 @@ def field_widget(path: str, errors: dict[str, list[str]], *, disabled: bool = Fa
     if spec is None:
         return
     L = state.lang()
-    key = keys.field_key(path)
-    if key not in st.session_state:  # a field added after the session started
-        st.session_state[key] = coerce(spec, spec.default)
+    # The widget's key holds the session's value of the field (``ui.field_values``; the field's default for a field
+    # added after the session started).
+    key = field_values.widget_key(path, coerce(spec, spec.default))
     label = field_label(L, path)
     help_text = f"{field_help(L, path)}\n\n`{path}`"
     auto = tr(L, "input.auto")
-    common: dict[str, Any] = dict(key=key, help=help_text, disabled=disabled, persist_state=PERSIST)
+    common: dict[str, Any] = dict(key=key, help=help_text, disabled=disabled)
     if path == "hardware.gpu":
         st.selectbox(label, gpu_ids(), format_func=gpu_label, **common)
     elif path in ("critic.model_path", "reward_model.model_path"):
@@ -307,7 +307,7 @@ def render_sidebar(built: state.Built) -> None:
 
     Sections other than model, hardware and algorithm build their widgets only while open (Streamlit's
     cost per widget grows with the number of keys); a section holding a field with a problem is opened.
-    Values of closed sections persist (``persist_state="session"``).
+    Values of closed sections persist in the session's field values (``ui.field_values``).
     """
     L = state.lang()
     ss = st.session_state
@@ -368,7 +368,7 @@ def _algorithm_inputs(errors: dict[str, list[str]]) -> None:
     field_widget("actor.use_kl_loss", errors)
     field_widget("algorithm.use_kl_in_reward", errors)
     field_widget("reward_model.enable", errors)
-    if st.session_state.get(keys.field_key("reward_model.enable")):
+    if field_values.get("reward_model.enable"):
         field_widget("reward_model.model_path", errors)
     c1, c2 = st.columns(2)
     with c1:
@@ -378,7 +378,7 @@ def _algorithm_inputs(errors: dict[str, list[str]]) -> None:
 
 
 def _batch_inputs(errors: dict[str, list[str]]) -> None:
-    dynamic = bool(st.session_state.get(keys.DYNAMIC_BSZ))
+    dynamic = bool(field_values.get("actor.use_dynamic_bsz"))
     paths = [
         p
         for p in SECTIONS["batch"]
@@ -423,8 +423,8 @@ def _more_inputs(errors: dict[str, list[str]]) -> None:
 
 def _optimization_inputs(errors: dict[str, list[str]]) -> None:
     ss = st.session_state
-    strategy = ss.get(keys.STRATEGY, "fsdp")
-    has_critic = ss.get(keys.ALGO) == "PPO" or bool(ss.get(keys.field_key("critic.enable")))
+    strategy = field_values.get("actor.strategy", "fsdp")
+    has_critic = ss.get(keys.ALGO) == "PPO" or bool(field_values.get("critic.enable"))
     toggles = [
         "model.enable_gradient_checkpointing",
         "model.enable_activation_offload",

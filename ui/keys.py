@@ -21,6 +21,7 @@ def field_of_key(key: str) -> str | None:
 # App-wide
 LANG = "lang"
 INITIALIZED = "_initialized"
+FIELD_VALUES = "_field_values"  # {dotted path: value} of every scenario field (ui/field_values.py)
 URL_PROBLEMS = "_url_problems"  # messages about ignored URL parameters (input, not results)
 PRESET_PROBLEMS = "_preset_problems"
 

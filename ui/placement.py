@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from calculator import Report, Scenario, estimate
-from ui import keys
+from ui import field_values, keys
 from ui.figures_placement import placement_timeline_figure
 
 # The fields shown under Hardware; the fully_async ones only with that mode.
@@ -80,7 +80,7 @@ def ptr(lang: str, key: str, /, **values: object) -> str:
 def placement_inputs(errors: dict[str, list[str]], field_widget: Callable[..., None]) -> None:
     """The placement selector and, for a split, its pool sizes (and fully_async's knobs)."""
     field_widget("placement.mode", errors)
-    mode = st.session_state.get(keys.field_key("placement.mode"), "colocated")
+    mode = field_values.get("placement.mode", "colocated")
     if mode == "colocated":
         return
     c1, c2 = st.columns(2)

@@ -21,7 +21,7 @@ from typing import Any
 import streamlit as st
 
 from calculator import InputError, team_profiles, validate_fitted
-from ui import keys, linkcodec, state
+from ui import field_values, keys, linkcodec, state
 from ui.text import md
 
 PARAM = "cal"
@@ -89,7 +89,7 @@ def read_link(code: object) -> tuple[str, dict[str, float]]:
 def _set_fields(fitted: dict[str, float], keep: tuple[str, ...] = ()) -> None:
     for path, value in fitted.items():
         if path not in keep:
-            st.session_state[keys.field_key(path)] = value
+            field_values.put(path, value)
 
 
 def apply_link() -> None:
@@ -144,7 +144,7 @@ def on_select() -> None:
             obj: Any = base
             for part in path.split("."):
                 obj = getattr(obj, part)
-            ss[keys.field_key(path)] = obj
+            field_values.put(path, obj)
     ss[keys.CAL_ACTIVE] = NONE
 
 
@@ -154,7 +154,7 @@ def active_fitted() -> tuple[str, dict[str, float]] | None:
     fitted = _choices().get(label) if label else None
     if not fitted:
         return None
-    if any(st.session_state.get(keys.field_key(k)) != v for k, v in fitted.items()):
+    if any(field_values.get(k) != v for k, v in fitted.items()):
         return None
     return label, fitted
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from calculator import Advice, Report, Scenario, Suggestion, advise, rejections
-from ui import export, fields, keys, state
+from ui import export, field_values, fields, keys, state
 from ui.i18n import tr
 from ui.i18n_messages import check_text, lever_title
 from ui.i18n_warnings import warning_text
@@ -246,7 +246,7 @@ def apply_changes(changes: dict[str, Any]) -> None:
         if path == "model.path":
             st.session_state[keys.MODEL_PATH] = value
         elif fields.field(path) is not None:
-            st.session_state[keys.field_key(path)] = fields.coerce(fields.field(path), value)
+            field_values.put(path, fields.coerce(fields.field(path), value))
     st.toast(tr(state.lang(), "adv.applied", n=len(changes)), icon=":material/check_circle:")
 
 

@@ -32,7 +32,7 @@ from calculator import (
     scenario_preset,
 )
 from calculator import model_families as families
-from ui import keys
+from ui import field_values, keys
 from ui.catalogue import (
     DEFAULT_PRESET,
     default_preset,
@@ -103,7 +103,7 @@ def lang() -> str:
 def _set_field(path: str, value: Any) -> None:
     spec = field(path)
     if spec is not None:
-        st.session_state[keys.field_key(path)] = coerce(spec, value)
+        field_values.put(path, coerce(spec, value))
 
 
 def apply_scenario(s: Scenario) -> None:
@@ -141,11 +141,11 @@ def on_preset_change() -> None:
 def on_algo_change() -> None:
     sanitize_widgets()
     label = st.session_state.get(keys.ALGO, "GRPO")
-    train = int(st.session_state.get(keys.TRAIN_BATCH, 1024) or 1024)
+    train = int(field_values.get("data.train_batch_size", 1024) or 1024)
     recipe = recipe_overrides(label, train)
     if label != "DAPO":
         dapo = recipe_overrides("DAPO", train)
-        current = {p: st.session_state.get(keys.field_key(p)) for p in dapo}
+        current = {p: field_values.get(p) for p in dapo}
         if current != dapo:  # the DAPO recipe was not in place: leave the user's settings alone
             recipe = {}
     for path, value in recipe.items():
@@ -358,10 +358,10 @@ def current_overrides() -> tuple[dict[str, Any], list[str], str]:
     overrides: dict[str, Any] = {}
     problems: list[str] = []
     note = ""
+    values = field_values.values()
     for path in widget_fields():
-        key = keys.field_key(path)
-        if key in ss:
-            overrides[path] = ss[key]
+        if path in values:
+            overrides[path] = values[path]
     algo = ALGORITHM_BY_LABEL.get(ss.get(keys.ALGO, ""))
     if algo is not None:
         overrides["algorithm.adv_estimator"] = algo.adv_estimator

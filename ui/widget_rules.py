@@ -20,7 +20,7 @@ import streamlit as st
 
 from calculator import ALGORITHMS, MAX_INPUT_BYTES, InputError, Scenario, algorithm_for
 from calculator import model_families as families
-from ui import keys
+from ui import field_values, keys
 from ui.catalogue import default_preset, preset_ids, preset_scenario
 from ui.fields import FieldSpec, coerce, field, scenario_flat, widget_fields
 from ui.i18n import LANGS
@@ -148,13 +148,17 @@ def _reset(key: str, rule: Rule | None = None) -> None:
         pass
 
 
+def _session_keys() -> list[str] | None:
+    """Every key of the session, None when Streamlit cannot list them (listing reads every value)."""
+    try:
+        return list(st.session_state.keys())
+    except Exception:
+        return None
+
+
 def _unreadable_keys() -> list[str]:
     """Keys of any widget (on any page) whose value Streamlit cannot deserialize."""
-    try:
-        names = list(st.session_state.keys())
-    except Exception:
-        return []
-    return [k for k in names if _read(k) is _UNREADABLE]
+    return [k for k in _session_keys() or [] if _read(k) is _UNREADABLE]
 
 
 def sanitize_widgets() -> list[str]:
@@ -163,6 +167,12 @@ def sanitize_widgets() -> list[str]:
     reset: list[str] = []
     rules = widget_rules()
     ordered = [keys.PRESET, *(k for k in rules if k != keys.PRESET)]  # fields are reset to the preset's values
+    # Only the keys the session holds: an absent one passes anyway (``_read`` gives None), and asking Streamlit
+    # for one costs an exception. When the keys cannot be listed, every rule's key is asked for.
+    present = _session_keys()
+    if present is not None:
+        held = set(present)
+        ordered = [k for k in ordered if k in held]
     for key in ordered:
         value = _read(key)
         if value is not _UNREADABLE and (value is None or rules[key].accepts(value)):
@@ -176,4 +186,5 @@ def sanitize_widgets() -> list[str]:
     for key in _unreadable_keys():
         _reset(key)
         reset.append(key)
+    field_values.sync_from_widgets()  # the field widgets' checked values into the session's field values
     return reset

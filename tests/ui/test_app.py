@@ -13,6 +13,7 @@ from calculator import estimate, load_scenario, role_settings
 from calculator.errors import InputError
 from calculator.inputs.presets import get_model, scenario_presets
 from calculator.model.sizes import approximate_model, parse_size
+from tests.support.app_fields import field_value
 from tests.support.paths import ROOT
 from ui import keys
 from ui.fields import all_fields, field, widget_fields
@@ -228,8 +229,7 @@ def test_url_round_trips_a_scenario() -> None:
 
     again = run_app(params)
     for path in widget_fields():
-        key = keys.field_key(path)
-        assert again.session_state[key] == at.session_state[key], path
+        assert field_value(again, path) == field_value(at, path), path
     assert metrics(again) == metrics(at)
 
 
@@ -279,13 +279,13 @@ def test_closed_sections_keep_their_values_and_open_on_a_problem() -> None:
     at = run_app(open_sections=False)
     assert at.number_input(key=keys.NUM_GPUS).value is not None
     assert keys.GROUP_SIZE not in [w.key for w in at.number_input]  # the Batch section is closed: not built
-    assert at.session_state[keys.GROUP_SIZE] == 5  # but its value is there
+    assert field_value(at, "rollout.n") == 5  # but its value is there
     at.session_state[keys.section_key("batch")] = True
     at.run()
     at.number_input(key=keys.GROUP_SIZE).set_value(8).run()
     at.session_state[keys.section_key("batch")] = False
     at.run()
-    assert at.session_state[keys.GROUP_SIZE] == 8
+    assert field_value(at, "rollout.n") == 8
     assert metrics(at) == expected_headline({"rollout.n": 8})
     # a problem in a closed section opens it and shows the message under the widget
     at.session_state[keys.field_key("data.mean_response_length")] = 5000
@@ -416,8 +416,8 @@ def test_verl_import_applies_to_inputs() -> None:
     assert not at.exception
     at.button(key=keys.VERL_IMPORT_APPLY).click().run()
     assert not at.exception
-    assert at.session_state[keys.GROUP_SIZE] == 8
-    assert at.session_state[keys.PARAM_OFFLOAD] is True
+    assert field_value(at, "rollout.n") == 8
+    assert field_value(at, "actor.fsdp_config.param_offload") is True
 
 
 # ----------------------------------------------------------------------------- i18n completeness

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from calculator import estimate, load_scenario
 from calculator.inputs.presets import MAX_INPUT_BYTES, MAX_NESTING, model_presets, preset_problems
+from tests.support.app_fields import field_value
 from tests.support.hostile import DEEP_JSON, HOSTILE_VERL_TEXTS, PAYLOAD, TAMPERED, UNESCAPED_MARKUP, injection_script
 from tests.support.paths import APP
 from tests.support.presets_env import BROKEN_FILES, presets_dir, write_team_dir
@@ -175,7 +176,7 @@ def test_verl_page_never_runs_the_script(verl_page: AppTest, tmp_path: Path) -> 
     notes = " ".join(c.value for c in at.caption)
     assert "unresolved shell variable" in notes
     at.button(key=keys.VERL_IMPORT_APPLY).click().run()  # the part that could be read applies
-    assert at.session_state[keys.GROUP_SIZE] == 8
+    assert field_value(at, "rollout.n") == 8
     assert_no_markup(at)
     assert_usable(at)
 

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.calibration.test_compare import synthetic_log
+from tests.support.app_fields import field_value
 from tests.support.paths import ROOT
 from ui import keys, profiles
 
@@ -46,7 +47,7 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     assert len(saved) == 1 and saved[0].name.startswith("qwen2-5-7b-h100-80gbx8-")
     at.button(key=keys.CAL_APPLY).click().run()
     assert not at.exception
-    assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
+    assert field_value(at, "efficiency.train_mfu") == pytest.approx(0.25, rel=0.04)
     # the sidebar selector now shows it, and the page's URL carries it (a shareable link)
     assert at.session_state[keys.CAL_ACTIVE] == saved[0].stem + profiles.FROM_LINK
     assert profiles.read_link(at.query_params["cal"])[1]["efficiency.train_mfu"] == pytest.approx(0.25, rel=0.04)
@@ -55,7 +56,7 @@ def test_log_gives_bars_fitted_values_and_applies(tmp_path: Path, monkeypatch: p
     at.session_state[keys.field_key("efficiency.train_mfu")] = 0.35
     at.button(key=keys.CAL_PROFILE_APPLY).click().run()
     assert not at.exception
-    assert at.session_state[keys.field_key("efficiency.train_mfu")] == pytest.approx(0.25, rel=0.04)
+    assert field_value(at, "efficiency.train_mfu") == pytest.approx(0.25, rel=0.04)
 
 
 def test_bad_log_is_a_message_not_a_traceback() -> None:
@@ -98,7 +99,7 @@ def test_links_apply_the_fitted_profile_on_estimate_and_planner(monkeypatch: pyt
     fresh.query_params["cal"] = code
     fresh.run()
     assert not fresh.exception
-    assert fresh.session_state[keys.field_key("efficiency.train_mfu")] == fitted["efficiency.train_mfu"]
+    assert field_value(fresh, "efficiency.train_mfu") == fitted["efficiency.train_mfu"]
 
 
 def test_save_with_a_typed_name_is_sanitised_and_asks_before_overwriting(

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from calculator import InputError, load_scenario
 from calculator.calibration.profile import CalibrationProfile, ProfileSource, save_team_profile
+from tests.support.app_fields import field_value
 from tests.support.paths import ROOT
 from ui import keys, linkcodec, profiles
 
@@ -85,24 +86,24 @@ def test_a_link_applies_the_profile_to_the_estimate_page(monkeypatch: pytest.Mon
     monkeypatch.delenv("RLPLAN_PRESETS_DIR", raising=False)
     at = fresh({"cal": profiles.link_code("run-1", FITTED)})  # the app opens on Estimate
     for path, value in FITTED.items():
-        assert at.session_state[keys.field_key(path)] == value
+        assert field_value(at, path) == value
     assert at.selectbox(key=keys.CAL_SELECT).value == "run-1" + profiles.FROM_LINK
     assert "cal" in at.query_params  # the page's own URL keeps the profile while its values are in place
     at.switch_page("ui/pages/planner.py").run()  # the same inputs on the Planner page
     assert not at.exception
-    assert at.session_state[keys.field_key("efficiency.train_mfu")] == 0.25
+    assert field_value(at, "efficiency.train_mfu") == 0.25
 
 
 def test_a_dotted_url_value_wins_over_the_link() -> None:
     at = fresh({"cal": profiles.link_code("run-1", FITTED), "efficiency.train_mfu": "0.4"})
-    assert at.session_state[keys.field_key("efficiency.train_mfu")] == 0.4
-    assert at.session_state[keys.field_key("efficiency.forward_mfu")] == 0.3
+    assert field_value(at, "efficiency.train_mfu") == 0.4
+    assert field_value(at, "efficiency.forward_mfu") == 0.3
 
 
 def test_a_bad_link_is_reported_not_applied() -> None:
     default = load_scenario("qwen2.5-7b-grpo-8xh100").efficiency.train_mfu
     at = fresh({"cal": linkcodec.pack({"id": "../secrets"})})
-    assert at.session_state[keys.field_key("efficiency.train_mfu")] == default
+    assert field_value(at, "efficiency.train_mfu") == default
     assert any("link parameter cal" in p for p in at.session_state[keys.URL_PROBLEMS])
 
 
@@ -111,10 +112,10 @@ def test_sidebar_selector_applies_and_clears(tmp_path: Path, monkeypatch: pytest
     at = fresh()
     box = at.selectbox(key=keys.CAL_SELECT)
     assert box.options == [profiles.TEXT["en"]["none"], "team-h100"]
-    preset = {k: at.session_state[keys.field_key(k)] for k in FITTED}
+    preset = {k: field_value(at, k) for k in FITTED}
     box.select("team-h100").run()
     assert not at.exception
-    assert {k: at.session_state[keys.field_key(k)] for k in FITTED} == FITTED
+    assert {k: field_value(at, k) for k in FITTED} == FITTED
     at.selectbox(key=keys.CAL_SELECT).select(profiles.NONE).run()
-    assert {k: at.session_state[keys.field_key(k)] for k in FITTED} == preset
+    assert {k: field_value(at, k) for k in FITTED} == preset
     assert "cal" not in at.query_params

@@ -70,6 +70,7 @@ MTP layers, the aux-loss scores (verl sets ``moe_router_load_balancing_type`` no
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -197,10 +198,14 @@ def layer_bytes(arch: Architecture, layer: int, split: MegatronSplit, *, selecti
     return sum(layer_terms(arch, layer, split, selective=selective).values())
 
 
+# The per-layer inventory is summed over every layer; estimate() asks for it once per pass and the planner's layout
+# search thousands of times per table: memoised on the (frozen, hashable) architecture and split (issue #18).
+@functools.lru_cache(maxsize=256)
 def all_layers_bytes(arch: Architecture, split: MegatronSplit, *, selective: bool = False) -> int:
     return sum(layer_bytes(arch, i, split, selective=selective) for i in range(arch.num_layers))
 
 
+@functools.lru_cache(maxsize=256)
 def max_layer_bytes(arch: Architecture, split: MegatronSplit) -> int:
     """The largest layer (what one recomputed layer holds in backward)."""
     return max(layer_bytes(arch, i, split) for i in _kinds(arch))

@@ -13,9 +13,11 @@ from typing import Any
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import Scenario
 from calculator.memory.engine import EngineBudget, engine_budget
+from calculator.memory.megatron_ranks import RankParams, rank_params
+from calculator.memory.megatron_transients import megatron_activations, megatron_loss_bytes
 from calculator.memory.training import TrainingState, fsdp_state, megatron_state, shard_size
 from calculator.model.roles import RoleModel, policy_role, value_role
-from calculator.names import Role
+from calculator.names import Phase, Role
 from calculator.resolve.resolved import Resolved
 from calculator.resolve.roles import TrainerPlan
 from calculator.units import GIB_BYTES
@@ -67,10 +69,55 @@ class Context:
         return self.r.rollout.max_model_len
 
 
-def _state(s: Scenario, role: RoleModel, plan: TrainerPlan, trained: bool) -> TrainingState:
+def _state(
+    s: Scenario, role: RoleModel, plan: TrainerPlan, trained: bool, pp_rank: RankParams | None = None
+) -> TrainingState:
     if plan.is_megatron:
-        return megatron_state(s, role, plan.megatron, trained=trained)
+        return megatron_state(s, role, plan.megatron, trained=trained, pp_rank=pp_rank)
     return fsdp_state(s, role, plan.fsdp, plan.strategy, trained=trained)
+
+
+def rank_update_bytes(r: Resolved, role: RoleModel, plan: TrainerPlan, phase: Phase, rank: RankParams) -> int:
+    """What pipeline rank ``rank`` holds in ``role``'s update at the expected lengths, for choosing the rank an
+    estimate describes: its params, grads and optimizer shards, its 1F1B activations and, on the last rank, the
+    loss's logits (``calculator.memory.megatron_ranks``)."""
+    s, p = r.scenario, r.passes[phase]
+    st = megatron_state(s, role, plan.megatron, trained=True, pp_rank=rank)
+    held = st.params.bytes + st.grads.bytes + st.optimizer.bytes
+    held += megatron_activations(role, p.trainer, p.expected, rank.rank).bytes
+    if rank.rank == rank.num_ranks - 1 and role.lm_head_vocab:
+        fused = s.model.use_fused_kernels
+        entropy = r.entropy_in_update
+        held += megatron_loss_bytes(
+            fused, role.name, p.trainer, p.expected.tokens_per_gpu, role.arch.vocab_size, entropy=entropy
+        )
+    return held
+
+
+def described_rank(r: Resolved, role: RoleModel, plan: TrainerPlan | None, phase: Phase) -> RankParams | None:
+    """The pipeline rank of a Megatron role (PP > 1) an estimate describes: the one whose update ``phase`` holds
+    the most (``calculator.memory.megatron_ranks``); None without pipeline parallelism or for a split Megatron-core
+    refuses. Ranks with equal parameters differ only in the micro-batches in flight, which fall with the rank: only
+    the first of each kind is compared."""
+    if plan is None or not plan.is_megatron or plan.megatron.pipeline_model_parallel_size == 1:
+        return None
+    ranks = rank_params(role, plan.megatron)
+    if ranks is None or phase not in r.passes:
+        return None
+    firsts: dict[tuple[int, int, int, bool], RankParams] = {}
+    for rk in ranks:
+        firsts.setdefault((rk.num_layers, rk.dense, rk.expert, rk.rank == rk.num_ranks - 1), rk)
+    candidates = sorted(firsts.values(), key=lambda rk: rk.rank)
+    return max(candidates, key=lambda rk: rank_update_bytes(r, role, plan, phase, rk))
+
+
+def _same_rank(ranks: RankParams | None, role: RoleModel, plan: TrainerPlan | None) -> RankParams | None:
+    """Another role's share on the GPU of pipeline rank ``ranks.rank`` (its own layout must have as many ranks;
+    otherwise its mean share)."""
+    if ranks is None or plan is None or not plan.is_megatron:
+        return None
+    own = rank_params(role, plan.megatron)
+    return own[ranks.rank] if own is not None and len(own) == ranks.num_ranks else None
 
 
 def runtime_startup_bytes(r: Resolved) -> int:
@@ -110,9 +157,16 @@ def build_context(r: Resolved) -> Context:
     actor = policy_role(Role.ACTOR, r.actor_arch)
     critic = value_role(Role.CRITIC, r.critic_arch or r.actor_arch) if r.critic is not None else None
     reward = value_role(Role.REWARD, r.reward_arch or r.actor_arch) if r.has_reward_model else None
-    actor_state = _state(s, actor, r.actor, trained=True)
-    critic_state = _state(s, critic, r.critic, trained=True) if critic is not None and r.critic else None
-    ref_state = _state(s, policy_role(Role.REF, r.actor_arch), r.ref, trained=False) if r.ref else None
+    # Megatron with PP > 1: every role's state is of the pipeline rank the estimate describes (megatron_ranks).
+    rank = described_rank(r, actor, r.actor, Phase.UPDATE_ACTOR)
+    actor_state = _state(s, actor, r.actor, trained=True, pp_rank=rank)
+    critic_state = None
+    if critic is not None and r.critic:
+        critic_state = _state(s, critic, r.critic, trained=True, pp_rank=_same_rank(rank, critic, r.critic))
+    ref_state = None
+    if r.ref:
+        ref = policy_role(Role.REF, r.actor_arch)
+        ref_state = _state(s, ref, r.ref, trained=False, pp_rank=_same_rank(rank, ref, r.ref))
     startup = _startup_trainer_bytes(r, actor_state, critic_state, ref_state)
     usable = r.gpu.usable_memory_bytes
     rb = engine_budget(

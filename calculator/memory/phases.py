@@ -223,15 +223,16 @@ def _transient(ctx: Context, row: PhaseRow, kind: Transient, worst: bool) -> lis
     if kind is Transient.HEAD_GRAD:
         held = st.held_grad
         return [Component(name=Comp.of(name, "head_grad"), role=name, bytes=held.bytes, formula=held.formula)]
+    model = ctx.critic if row.compute is Role.CRITIC else ctx.actor
+    assert model is not None
     if kind is Transient.FORWARD_ACTIVATIONS:
-        model = ctx.critic if row.compute is Role.CRITIC else ctx.actor
-        assert model is not None
         return [forward_activations(name, model.arch, tokens)]
+    rank = st.pp_rank  # Megatron with PP > 1: the pipeline rank described (calculator.memory.megatron_ranks)
     if kind is Transient.TRAINING_ACTIVATIONS:
-        model = ctx.critic if row.compute is Role.CRITIC else ctx.actor
-        plan = r.passes[row.phase].trainer
-        assert model is not None
-        return [training_activations(model, plan, batch, offload=ctx.s.model.enable_activation_offload)]
+        plan, offload = r.passes[row.phase].trainer, ctx.s.model.enable_activation_offload
+        return [training_activations(model, plan, batch, offload=offload, pp_rank=rank.rank if rank else None)]
+    if rank is not None and rank.rank != rank.num_ranks - 1:
+        return []  # the output layer and the loss are on the last pipeline stage only
     entropy = {Transient.LOGITS: False, Transient.LOGITS_ENTROPY: True, Transient.LOGITS_UPDATE: r.entropy_in_update}
     return logits_components(ctx, name, tokens, entropy=entropy[kind], training=kind is Transient.LOGITS_UPDATE)
 

@@ -25,9 +25,11 @@ EP x ETP instead of TP; the ref stays on GPU in bf16 unless offloaded.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
+from calculator.memory.megatron_ranks import RankParams
 from calculator.model.activations import BF16
 from calculator.model.roles import (
     RoleModel,
@@ -68,6 +70,9 @@ class TrainingState:
     step_transient: StatePart = StatePart(0, "")
     # Gradient the backward holds from its first step to its last (FSDP1's root unit: the output head's weight grad).
     held_grad: StatePart = StatePart(0, "")
+    # Megatron with PP > 1: the pipeline rank whose state this is (calculator.memory.megatron_ranks); None: the mean
+    # share of the model (FSDP, PP 1, or a split Megatron-core refuses).
+    pp_rank: RankParams | None = None
 
 
 def shard_size(fsdp: FsdpSection, num_gpus: int) -> int:
@@ -227,31 +232,56 @@ def megatron_shards(g: int, m: MegatronSection, dense: float, expert: float) -> 
     )
 
 
-def megatron_role_shards(s: Scenario, role: RoleModel, m: MegatronSection) -> MegatronShards:
-    """One Megatron role's parameters on ``s.hardware.num_gpus`` GPUs: its routed experts apart from the rest."""
+def megatron_role_shards(
+    s: Scenario, role: RoleModel, m: MegatronSection, pp_rank: RankParams | None = None
+) -> MegatronShards:
+    """One Megatron role's parameters on ``s.hardware.num_gpus`` GPUs: its routed experts apart from the rest.
+    ``pp_rank``: those of one pipeline rank (``calculator.memory.megatron_ranks``); without it, the mean share
+    (1 / PP of the model)."""
     arch = role.arch
-    expert = arch.num_experts * arch.expert_params() * arch.num_moe_layers
-    return megatron_shards(s.hardware.num_gpus, m, role.num_params - expert, expert)
+    if pp_rank is None:
+        expert = arch.num_experts * arch.expert_params() * arch.num_moe_layers
+        return megatron_shards(s.hardware.num_gpus, m, role.num_params - expert, expert)
+    pp = pp_rank.num_ranks
+    # megatron_shards divides by PP: a rank's own count is passed as PP times it (exact for the integer counts)
+    shards = megatron_shards(s.hardware.num_gpus, m, pp_rank.dense * pp, pp_rank.expert * pp)
+    tp, ep = m.tensor_model_parallel_size, m.expert_model_parallel_size
+    etp = m.expert_tensor_parallel_size or tp
+    text = f"{pp_rank.text}: dense {pp_rank.dense:,} / TP {tp}" + (
+        f" + experts {pp_rank.expert:,} / (EP {ep} x ETP {etp})" if pp_rank.expert else ""
+    )
+    return dataclasses.replace(shards, text=text)
 
 
-def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bool) -> TrainingState:
+def megatron_state(
+    s: Scenario, role: RoleModel, m: MegatronSection, trained: bool, pp_rank: RankParams | None = None
+) -> TrainingState:
     """One role's Megatron state (module docstring). With LoRA (verl >= 0.7 ``model.lora.rank``, Megatron-Bridge
     PEFT) the base stays frozen in bf16 and the adapters (``megatron_lora_params``, split like the layers they
     adapt) are the only trainable parameters: Megatron's DDP builds grad buffers only for parameters that require
     grad and the distributed optimizer holds only their shards. Left out: LoRA dropout buffers (dropout 0 by
-    default)."""
+    default). ``pp_rank``: the pipeline rank described (``calculator.memory.megatron_ranks``; None: the mean share);
+    LoRA adapters follow their layers (the rank's share of the decoder layers)."""
     g = s.hardware.num_gpus
     arch = role.arch
-    base = megatron_role_shards(s, role, m)
+    base = megatron_role_shards(s, role, m, pp_rank)
     params = StatePart(int(base.local * 2), f"bf16 params: {base.text}, x 2 B")
     if not trained:
         return TrainingState(
-            params, StatePart(0, "no gradients"), StatePart(0, "no optimizer"), StatePart(0, ""), StatePart(0, "")
+            params,
+            StatePart(0, "no gradients"),
+            StatePart(0, "no optimizer"),
+            StatePart(0, ""),
+            StatePart(0, ""),
+            pp_rank=pp_rank,
         )
     rank = {"actor": s.model.lora_rank, "critic": s.critic.lora_rank}.get(role.name, 0)
     train, label = base, ""
     if rank:
-        train, label = megatron_shards(g, m, *megatron_lora_params(arch, rank, s.model.target_modules)), "adapters: "
+        dense, expert = megatron_lora_params(arch, rank, s.model.target_modules)
+        if pp_rank is not None:  # the adapters of the rank's layers (the mean share times its layers / the mean)
+            dense, expert = (x * pp_rank.num_layers * pp_rank.num_ranks // arch.num_layers for x in (dense, expert))
+        train, label = megatron_shards(g, m, dense, expert), "adapters: "
         params = StatePart(
             int(base.local * 2 + train.local * 2),
             f"frozen base, bf16 params: {base.text} + LoRA rank {rank} adapters: {train.text}, x 2 B",
@@ -278,6 +308,7 @@ def megatron_state(s: Scenario, role: RoleModel, m: MegatronSection, trained: bo
         StatePart(0, ""),
         optimizer_at_init_bytes=int(q * init_b),
         host_optimizer=host,
+        pp_rank=pp_rank,
     )
 
 

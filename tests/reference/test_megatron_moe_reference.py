@@ -24,7 +24,8 @@ transformers-code tensors) and the update 133 GiB.
 Recorded miss (xfail, strict): verl's Qwen3-235B-A22B script and docs/perf/dpsk.md say it trains on 32 H20 (TP 4,
 PP 8, EP 4, 11,680-token micro-batches, no recompute); rlplan's first pipeline stage holds 8 micro-batches of
 activations of its 11 layers (58.8 GiB; 64 GiB before the script's account_for_embedding/loss_in_pipeline_split was
-read) beside ~41 GiB of params and grads, as ISEEKYAN/mbridge's Megatron memory estimator also counts.
+read; ISEEKYAN/mbridge's Megatron memory estimator also counts PP micro-batches on the first stage) beside 39.1 GiB
+of its own params and grads (11 layers and the embedding; calculator/memory/megatron_ranks.py).
 
 NeMo-RL issue #1130 reports the same TP 1 / EP 8 layout failing for them; their settings are not published in
 full. With EP 8 on 8 GPUs the expert data-parallel size is 1, so without verl's CPU optimizer each GPU holds the
@@ -166,9 +167,10 @@ def _qwen3_235b_32_h20() -> Scenario:
 @pytest.mark.xfail(
     strict=True,
     reason="Recorded, not tuned away (2026-11-24, figures 2026-11-25): verl says Qwen3-235B-A22B trains on 32 H20 with "
-    "this script, rlplan puts update_actor at 102.6 GiB (allocated 100.3 GiB): the first of 8 pipeline stages holds 8 "
+    "this script, rlplan puts update_actor at 100.2 GiB (allocated 97.9 GiB): the first of 8 pipeline ranks holds 8 "
     "micro-batches of 11 layers (Megatron-core's split with the embedding and loss counted) x 61,007 B/token x 11,680 "
-    "tokens = 58.8 GiB of activations beside ~41 GiB of bf16 params and fp32 grads (split evenly over the stages). "
+    "tokens = 58.8 GiB of activations beside 39.1 GiB of bf16 params and fp32 grads of its own 11 layers and the "
+    "embedding (102.6 GiB while params were split evenly over the stages and the loss's logits counted on it). "
     "ISEEKYAN/mbridge's Megatron memory estimator counts the same (pp micro-batches on the first stage, 2h + 6 I_moe "
     "per routed copy). Unknown: the lengths that run used (the claim gives no memory figure).",
 )

@@ -255,15 +255,25 @@ def _ref_pass(s: Scenario, d: _Decider, ref: TrainerPlan, common: dict[str, Any]
     )
 
 
-def _deferred_sync(plan: TrainerPlan, ver: VersionBehaviour, d: _Decider) -> TrainerPlan:
-    """verl 0.9.0's FSDP engine defers gradient sync whatever use_no_sync_for_gradient_accumulation says."""
-    if not ver.always_defer_grad_sync or plan.is_megatron or plan.fsdp.use_no_sync_for_gradient_accumulation:
+def _deferred_sync(plan: TrainerPlan, ver: VersionBehaviour, d: _Decider, update: PassPlan | None) -> TrainerPlan:
+    """Whether an FSDP update defers its gradient sync to the last micro-batch (unsharded grads until then): verl
+    0.9.0's engine always does, later ones with use_no_sync_for_gradient_accumulation. The last micro-batch always
+    syncs (0.9.1 ``workers/engine/fsdp/transformer_impl.py`` ``_gradient_sync_context``: ``if is_last_micro_batch
+    or not defer_sync: yield``), so an update of one micro-batch per mini-batch defers nothing: sharded grads, as
+    without the setting. Judged on the worst case, whose micro-batches are at least the expected ones'."""
+    flag = "use_no_sync_for_gradient_accumulation"
+    if plan.is_megatron or not (ver.always_defer_grad_sync or getattr(plan.fsdp, flag)):
         return plan
-    key = "actor.fsdp_config" if plan.role == "actor" else "critic.fsdp"
-    note = f"verl {ver.version} always defers FSDP gradient sync to the last micro-batch (unsharded grads)"
-    d.fixed(f"{key}.use_no_sync_for_gradient_accumulation", True, note)
-    fsdp = plan.fsdp.model_copy(update={"use_no_sync_for_gradient_accumulation": True})
-    return dataclasses.replace(plan, fsdp=fsdp)
+    key = f"{'actor.fsdp_config' if plan.role == 'actor' else 'critic.fsdp'}.{flag}"
+    deferred = update is None or update.worst.num_micro_batches > 1  # the micro-batches before the last defer
+    if deferred == getattr(plan.fsdp, flag):
+        return plan
+    if deferred:
+        note = f"verl {ver.version} always defers FSDP gradient sync to the last micro-batch (unsharded grads)"
+    else:
+        note = "one micro-batch per mini-batch: it is the last, whose gradients verl syncs (sharded grads)"
+    d.fixed(key, deferred, note)
+    return dataclasses.replace(plan, fsdp=plan.fsdp.model_copy(update={flag: deferred}))
 
 
 def _critic_passes(
@@ -357,16 +367,21 @@ def _resolve(s: Scenario, archs: Archs) -> Resolved:
     d = _Decider(s)
     has_critic, has_ref, has_reward = need_critic(s), need_reference_policy(s), need_reward_model(s)
     via_actor = ref_is_actor(s)
-    actor = _deferred_sync(actor_trainer(s), ver, d)
-    critic = _deferred_sync(critic_trainer(s), ver, d) if has_critic else None
+    actor0, critic0 = actor_trainer(s), critic_trainer(s) if has_critic else None
     ref = ref_trainer(s) if has_ref and not via_actor else None
     ln, lw = batching.lengths(s, worst=False), batching.lengths(s, worst=True)
     common = {"s": s, "lengths": ln, "worst": lw}
-    passes = _actor_passes(s, d, actor, common)
+    passes = _actor_passes(s, d, actor0, common)
     if has_ref:
-        passes[Phase.REF_LOG_PROB] = _ref_pass(s, d, ref or actor, common)
-    if critic is not None:
-        passes.update(_critic_passes(s, d, critic, ver, common))
+        passes[Phase.REF_LOG_PROB] = _ref_pass(s, d, ref or actor0, common)
+    if critic0 is not None:
+        passes.update(_critic_passes(s, d, critic0, ver, common))
+    # The gradient sync of an update is deferred or not by its micro-batches: the plans are final once they are known.
+    actor = _deferred_sync(actor0, ver, d, passes.get(Phase.UPDATE_ACTOR))
+    critic = _deferred_sync(critic0, ver, d, passes.get(Phase.UPDATE_CRITIC)) if critic0 is not None else None
+    if actor is not actor0 or critic is not critic0:
+        final = {id(actor0): actor, id(critic0): critic}
+        passes = {ph: dataclasses.replace(p, trainer=final.get(id(p.trainer), p.trainer)) for ph, p in passes.items()}
     a = s.actor
     critic_epochs = d.get("critic.ppo_epochs") if has_critic else 0
     critic_mini = min(value(s, "critic.ppo_mini_batch_size"), s.data.train_batch_size)

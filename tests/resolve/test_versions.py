@@ -3,9 +3,12 @@ aliases, and the resolve / memory consumers of the flags."""
 
 from __future__ import annotations
 
+import pytest
+
 from calculator import estimate, load_scenario
 from calculator.inputs.scenario import VERL_VERSIONS
 from calculator.names import Phase
+from calculator.report.estimate import build_context
 from calculator.resolve.engines import max_model_len
 from calculator.resolve.resolved import resolve
 from calculator.resolve.versions import VERL_VERSIONS as RELEASES
@@ -111,3 +114,36 @@ def test_090_defers_gradient_sync_and_copies_logits_at_temperature_one():
     # 0.9.0 holds unsharded fp32 grads: 4 B x P on every GPU instead of 4 B x P / 8 (Qwen2.5-7B,
     # P = 7,615,616,512: 28.37 GiB vs 3.55 GiB), and a second logits copy at T = 1.
     assert upd90.total_gib > upd91.total_gib + 24
+
+
+# 8 prompts x n 5 = 40 sequences, 5 per GPU on 8: one micro-batch per mini-batch in the worst case too
+ONE_MICRO_BATCH = {
+    "actor.use_dynamic_bsz": False,
+    "actor.ppo_mini_batch_size": 8,
+    "actor.ppo_micro_batch_size_per_gpu": 8,
+}
+KEY = "actor.fsdp_config.use_no_sync_for_gradient_accumulation"
+
+
+@pytest.mark.parametrize(
+    "overrides", [{"verl_version": "0.9.0"}, {"verl_version": "0.9.1", KEY: True}], ids=["0.9.0", "0.9.1-no-sync"]
+)
+def test_one_micro_batch_per_mini_batch_defers_no_gradient_sync(overrides):
+    """verl syncs the last micro-batch whatever the setting (0.9.1 workers/engine/fsdp/transformer_impl.py
+    _gradient_sync_context: ``if is_last_micro_batch or not defer_sync: yield``): with one per mini-batch nothing
+    is deferred, so the grads are the sharded 4 B x 7,615,616,512 / 8 = 3,807,808,256 B of Qwen2.5-7B on 8 GPUs."""
+    s = load_scenario(PRESET, overrides={**overrides, **ONE_MICRO_BATCH})
+    r = resolve(s)
+    assert r.passes[Phase.UPDATE_ACTOR].worst.num_micro_batches == 1
+    assert not r.actor.fsdp.use_no_sync_for_gradient_accumulation
+    assert r.passes[Phase.UPDATE_ACTOR].trainer is r.actor  # the pass runs the final plan
+    assert build_context(s).actor_state.grads.bytes == 7_615_616_512 * 4 // 8
+    decided = [d for d in r.decisions if d.key == KEY]
+    if KEY in overrides:  # the user's setting, overruled with the reason
+        assert len(decided) == 1 and decided[0].value is False and "one micro-batch" in decided[0].note
+    else:  # 0.9.0 would defer, but there is nothing to defer
+        assert not decided
+    two = {**overrides, **ONE_MICRO_BATCH, "actor.ppo_micro_batch_size_per_gpu": 4}
+    r2 = resolve(load_scenario(PRESET, overrides=two))
+    assert r2.passes[Phase.UPDATE_ACTOR].worst.num_micro_batches == 2
+    assert r2.actor.fsdp.use_no_sync_for_gradient_accumulation  # deferred: unsharded grads until the last

@@ -25,7 +25,6 @@ EP x ETP instead of TP; the ref stays on GPU in bf16 unless offloaded.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from calculator.inputs.scenario import FsdpSection, MegatronSection, Scenario
@@ -213,17 +212,26 @@ class MegatronShards:
         return self.dense_local / self.dp + self.expert_local / self.expert_dp
 
 
-def megatron_shards(g: int, m: MegatronSection, dense: float, expert: float) -> MegatronShards:
-    """:class:`MegatronShards` of ``dense`` + ``expert`` parameters on ``g`` GPUs under ``m``'s layout."""
+def megatron_shards(
+    g: int, m: MegatronSection, dense: float, expert: float, pp_rank: RankParams | None = None
+) -> MegatronShards:
+    """:class:`MegatronShards` of ``dense`` + ``expert`` parameters of the whole model on ``g`` GPUs under ``m``'s
+    layout (1 / PP of them per pipeline rank), or, with ``pp_rank``, of that rank's own parameters."""
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     ep = m.expert_model_parallel_size
     etp = m.expert_tensor_parallel_size or tp
-    text = f"dense {dense:,} / (TP {tp} x PP {pp})" + (
-        f" + experts {expert:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert else ""
-    )
+    split = 1 if pp_rank is not None else pp
+    if pp_rank is not None:
+        text = f"{pp_rank.text}: dense {dense:,} / TP {tp}" + (
+            f" + experts {expert:,} / (EP {ep} x ETP {etp})" if expert else ""
+        )
+    else:
+        text = f"dense {dense:,} / (TP {tp} x PP {pp})" + (
+            f" + experts {expert:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert else ""
+        )
     return MegatronShards(
-        dense_local=dense / (tp * pp),
-        expert_local=expert / (ep * etp * pp),
+        dense_local=dense / (tp * split),
+        expert_local=expert / (ep * etp * split),
         dp=max(1, g // (tp * pp * cp)),
         dp_stride=tp * cp,
         expert_dp=max(1, g // (ep * etp * pp)),
@@ -238,19 +246,11 @@ def megatron_role_shards(
     """One Megatron role's parameters on ``s.hardware.num_gpus`` GPUs: its routed experts apart from the rest.
     ``pp_rank``: those of one pipeline rank (``calculator.memory.megatron_ranks``); without it, the mean share
     (1 / PP of the model)."""
+    if pp_rank is not None:
+        return megatron_shards(s.hardware.num_gpus, m, pp_rank.dense, pp_rank.expert, pp_rank)
     arch = role.arch
-    if pp_rank is None:
-        expert = arch.num_experts * arch.expert_params() * arch.num_moe_layers
-        return megatron_shards(s.hardware.num_gpus, m, role.num_params - expert, expert)
-    pp = pp_rank.num_ranks
-    # megatron_shards divides by PP: a rank's own count is passed as PP times it (exact for the integer counts)
-    shards = megatron_shards(s.hardware.num_gpus, m, pp_rank.dense * pp, pp_rank.expert * pp)
-    tp, ep = m.tensor_model_parallel_size, m.expert_model_parallel_size
-    etp = m.expert_tensor_parallel_size or tp
-    text = f"{pp_rank.text}: dense {pp_rank.dense:,} / TP {tp}" + (
-        f" + experts {pp_rank.expert:,} / (EP {ep} x ETP {etp})" if pp_rank.expert else ""
-    )
-    return dataclasses.replace(shards, text=text)
+    expert = arch.num_experts * arch.expert_params() * arch.num_moe_layers
+    return megatron_shards(s.hardware.num_gpus, m, role.num_params - expert, expert)
 
 
 def megatron_state(

@@ -24,6 +24,7 @@ How:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import streamlit as st
@@ -62,13 +63,17 @@ def widget_key(path: str, default: Any) -> str:
     return key
 
 
-def sync_from_widgets() -> None:
-    """Copy the values of the field widgets on screen into the dict (after ``sanitize_widgets`` checked them)."""
+def sync_from_widgets(held: Iterable[str] | None = None) -> None:
+    """Copy the values of the field widgets on screen into the dict (after ``sanitize_widgets`` checked them).
+    ``held``: the session's keys when the caller has them (asking Streamlit for an absent key costs an exception)."""
     ss = st.session_state
     vals = values()
-    for path in widget_fields():
-        key = keys.field_key(path)
-        if key in ss:
+    if held is None:
+        held = [k for k in map(keys.field_key, widget_fields()) if k in ss]
+    fields = set(widget_fields())
+    for key in held:
+        path = keys.field_of_key(key)
+        if path in fields:
             vals[path] = ss[key]
 
 

@@ -124,17 +124,22 @@ def _preset_now() -> Scenario:
     return preset_scenario(preset if preset in preset_ids() else default_preset())
 
 
+def _preset_value(spec: FieldSpec) -> Any:
+    """The selected preset's value of a scenario field (the field's default when the preset cannot be read)."""
+    try:
+        value = scenario_flat(_preset_now()).get(spec.path)
+    except InputError:
+        value = spec.default
+    return coerce(spec, value)
+
+
 def _reset(key: str, rule: Rule | None = None) -> None:
     """Put a widget back to a valid value: the preset's for a scenario field, the rule's default, else the
     widget's own default."""
     path = keys.field_of_key(key)
     spec = field(path) if path else None
     if spec is not None:
-        try:
-            value = scenario_flat(_preset_now()).get(path)
-        except InputError:
-            value = spec.default
-        st.session_state[key] = coerce(spec, value)
+        st.session_state[key] = _preset_value(spec)
         return
     if rule is not None and rule.default is not None:
         try:
@@ -186,5 +191,12 @@ def sanitize_widgets() -> list[str]:
     for key in _unreadable_keys():
         _reset(key)
         reset.append(key)
-    field_values.sync_from_widgets()  # the field widgets' checked values into the session's field values
+    field_values.sync_from_widgets(_session_keys())  # the field widgets' checked values into the field values
+    # The values of fields not on screen too: an option list can change under a session (presets reloaded).
+    values = field_values.values()
+    for path, value in list(values.items()):
+        rule, spec = rules.get(keys.field_key(path)), field(path)
+        if rule is not None and spec is not None and value is not None and not rule.accepts(value):
+            values[path] = _preset_value(spec)
+            reset.append(keys.field_key(path))
     return reset

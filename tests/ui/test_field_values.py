@@ -75,3 +75,13 @@ def test_a_forged_value_is_reset_before_it_reaches_the_field_values() -> None:
     preset = load_scenario(DEFAULT_PRESET)
     assert field_value(at, "data.max_response_length") == preset.data.max_response_length
     assert field_value(at, "rollout.name") == preset.rollout.name
+
+
+def test_a_stored_value_no_longer_allowed_is_reset() -> None:
+    """The dict's values are checked at every run too (an option list can change under a session: presets
+    reloaded), not only those of the widgets on screen."""
+    at = _run()  # the Rollout section is closed
+    at.session_state[keys.FIELD_VALUES]["rollout.name"] = "an engine that is gone"
+    at.run()
+    assert not at.exception
+    assert field_value(at, "rollout.name") == load_scenario(DEFAULT_PRESET).rollout.name

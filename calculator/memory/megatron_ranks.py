@@ -30,6 +30,9 @@ host RAM per node; ``tests/reference/test_memory_fidelity_reference.py``) is des
 estimate moves from 58.5 to 59.0 GiB, and its host RAM from 1,106 to 1,367 GiB per node (1,468 GB).
 
 **Left out.**
+- The rank is chosen by its update. Where another phase is a run's peak (a weight sync, the rollout), the rank
+  holding the most parameters can be higher there, by its extra parameters' bytes (Qwen3-235B's middle ranks hold
+  1.07x the first rank's).
 - An uneven split with virtual pipelining is taken as contiguous layers per rank.
 - The time model paces 1F1B by the fullest stage's layer count (``calculator.timing.backend``), not by parameters.
 - Host RAM per node counts the described rank's CPU optimizer on every GPU of the node.

@@ -57,8 +57,6 @@ PARAM_OFFLOAD = field_key("actor.fsdp_config.param_offload")
 OPTIMIZER_OFFLOAD = field_key("actor.fsdp_config.optimizer_offload")
 ROLLOUT_TP = field_key("rollout.tensor_model_parallel_size")
 GPU_UTIL = field_key("rollout.gpu_memory_utilization")
-DYNAMIC_BSZ = field_key("actor.use_dynamic_bsz")
-STRATEGY = field_key("actor.strategy")
 
 # Estimate page
 VIEW_CASE = "est_case"  # expected / worst case

@@ -86,11 +86,9 @@ def rank_update_bytes(r: Resolved, role: RoleModel, plan: TrainerPlan, phase: Ph
     held = st.params.bytes + st.grads.bytes + st.optimizer.bytes
     held += megatron_activations(role, p.trainer, p.expected, rank.rank).bytes
     if rank.rank == rank.num_ranks - 1 and role.lm_head_vocab:
+        tokens, v = p.expected.tokens_per_gpu, role.arch.vocab_size
         fused = s.model.use_fused_kernels
-        entropy = r.entropy_in_update
-        held += megatron_loss_bytes(
-            fused, role.name, p.trainer, p.expected.tokens_per_gpu, role.arch.vocab_size, entropy=entropy
-        )
+        held += megatron_loss_bytes(fused, role.name, p.trainer, tokens, v, entropy=r.entropy_in_update)
     return held
 
 
@@ -107,8 +105,7 @@ def described_rank(r: Resolved, role: RoleModel, plan: TrainerPlan | None, phase
     firsts: dict[tuple[int, int, int, bool], RankParams] = {}
     for rk in ranks:
         firsts.setdefault((rk.num_layers, rk.dense, rk.expert, rk.rank == rk.num_ranks - 1), rk)
-    candidates = sorted(firsts.values(), key=lambda rk: rk.rank)
-    return max(candidates, key=lambda rk: rank_update_bytes(r, role, plan, phase, rk))
+    return max(firsts.values(), key=lambda rk: rank_update_bytes(r, role, plan, phase, rk))  # the lowest of equals
 
 
 def _same_rank(ranks: RankParams | None, role: RoleModel, plan: TrainerPlan | None) -> RankParams | None:

@@ -107,9 +107,6 @@ def rank_params(role: RoleModel, m: MegatronSection) -> tuple[RankParams, ...] |
     tail = role.root_params - embedding  # final norm + output layer (LM head, or a value head)
     if pp > 1 and role.lm_head_vocab and a.tie_word_embeddings:
         tail += embedding  # the last stage's own copy of the tied weight
-    if pp == 1:  # the whole model
-        expert = a.num_experts * a.expert_params() * a.num_moe_layers
-        return (RankParams(0, 1, a.num_layers, role.num_params - expert, expert),)
     out = []
     for r, idx in enumerate(layers):
         total, expert = _layer_sums(a, idx)

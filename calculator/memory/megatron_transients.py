@@ -40,7 +40,7 @@ def fused_logits(role: str, tokens: int, v: int, *, entropy: bool) -> list[Compo
 
 def megatron_loss_bytes(fused: bool, role: str, plan: TrainerPlan, tokens: int, v: int, *, entropy: bool) -> int:
     """Bytes of ``logits_components`` for a Megatron update (``training=True``) of ``tokens`` tokens: what the last
-    pipeline rank adds at the loss (``calculator.memory.megatron_ranks`` compares the ranks with it)."""
+    pipeline rank adds at the loss (``calculator.memory.context.described_rank`` compares the ranks with it)."""
     if fused:
         return sum(c.bytes for c in fused_logits(role, tokens, v, entropy=entropy))
     return sum(c.bytes for c in megatron_logits(role, plan, tokens, v, entropy=entropy, training=True))

@@ -220,12 +220,13 @@ def megatron_shards(
     tp, pp, cp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size, m.context_parallel_size
     ep = m.expert_model_parallel_size
     etp = m.expert_tensor_parallel_size or tp
-    split = 1 if pp_rank is not None else pp
     if pp_rank is not None:
+        split = 1
         text = f"{pp_rank.text}: dense {dense:,} / TP {tp}" + (
             f" + experts {expert:,} / (EP {ep} x ETP {etp})" if expert else ""
         )
     else:
+        split = pp
         text = f"dense {dense:,} / (TP {tp} x PP {pp})" + (
             f" + experts {expert:,} / (EP {ep} x ETP {etp} x PP {pp})" if expert else ""
         )

@@ -288,18 +288,26 @@ def _decode(
     decode, tail, comm_s, a2a_s = out["decode"], 0.0, out["tp_allreduce"], out["ep_all_to_all"]
     launch_s, host_s = out["host_launch"], out["engine_host"]
     dt = dist.longest / GRID_POINTS
+    # ``step.seconds`` and ``step.ep_seconds`` inlined with the same float operations in the same order (this loop
+    # runs GRID_POINTS times per estimate: issue #18); tests/timing/test_rollout.py compares it with the calls.
+    hbm, n_active, attn, sampler = step.hbm, step.n_active, step.attn_per_token_ctx, step.sampler_per_seq
+    tp_comm, ep_on, graph_top, launch_host = step.tp > 1, step.ep > step.tp, step.graph_top, step.host_s
+    e = step.s.efficiency
+    host_us, host_us_seq = e.decode_step_host_us, e.decode_step_host_us_per_seq
     for t, surv in _last_wave_grid(dist):
         b = max(1.0, wave * surv)
-        body, comm, launch, host = step.seconds(b, prompt + t)
+        gemms = max(step.weight_bytes(b) / hbm, b * 2.0 * n_active / step.flops)
+        body = gemms + b * (prompt + t) * attn + b * sampler / hbm
+        a2a = step.a2a_fixed + b * step.a2a_per_seq if ep_on else 0.0
+        comm = (step.comm_fixed + b * step.comm_per_seq if tp_comm else 0.0) + a2a
         if t < mean_r:
             decode += body * dt
         else:
             tail += body * dt
-        a2a = step.ep_seconds(b)
         comm_s += (comm - a2a) * dt
         a2a_s += a2a * dt
-        launch_s += launch * dt
-        host_s += host * dt
+        launch_s += (max(0.0, launch_host - body - comm) if b > graph_top else 0.0) * dt
+        host_s += ((host_us + host_us_seq * b) * 1e-6) * dt
     out.update(
         decode=decode,
         long_tail=tail,

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from calculator import estimate, load_scenario
 from calculator.report.estimate import build_context
 from calculator.timing.lengths import fit_lengths
-from calculator.timing.rollout import decode_step_seconds
+from calculator.timing.rollout import decode_step_seconds, length_distribution
 from calculator.timing.step import phase_times
 from tests.support.qwen7b_h100 import (
     BASE,
@@ -308,3 +308,51 @@ def test_compute_bound_gemms_and_bandwidth_bound_attention_add_up_on_h20():
     assert kv > b * c * 2 * LAYERS * (HEADS * HEAD_DIM * 2) / f  # bandwidth-bound attention
     body, *_ = step.seconds(b, c)
     assert body == pytest.approx(gemms + kv + b * V * 10 / hbm, rel=1e-9)
+
+
+def _decode_by_calls(step, dist, seqs, wave, prompt):  # type: ignore[no-untyped-def]
+    """The last wave summed through ``DecodeStep.seconds`` / ``ep_seconds``: what ``_decode`` inlines."""
+    from calculator.timing.rollout import GRID_POINTS, _last_wave_grid
+
+    mean_r = dist.mean
+    steady_steps = (seqs - wave) * mean_r / wave
+    body, comm, launch, host = step.seconds(wave, prompt + dist.second_moment() / (2 * mean_r))
+    a2a = step.ep_seconds(wave)
+    acc = [steady_steps * body, 0.0, steady_steps * (comm - a2a), steady_steps * a2a, steady_steps * launch]
+    acc.append(steady_steps * host)
+    dt = dist.longest / GRID_POINTS
+    for t, surv in _last_wave_grid(dist):
+        b = max(1.0, wave * surv)
+        body, comm, launch, host = step.seconds(b, prompt + t)
+        a2a = step.ep_seconds(b)
+        acc[0 if t < mean_r else 1] += body * dt
+        acc[2] += (comm - a2a) * dt
+        acc[3] += a2a * dt
+        acc[4] += launch * dt
+        acc[5] += host * dt
+    return acc
+
+
+@pytest.mark.parametrize(
+    "ctx_of",
+    [
+        lambda: build_context(load_scenario(BASE)),
+        lambda: build_context(load_scenario(BASE, overrides={"rollout.enforce_eager": True})),
+        lambda: build_context(load_scenario(BASE, overrides={"rollout.max_num_seqs": 1024})),
+        lambda: _moe_rollout(2, 4, 8),
+        lambda: _moe_rollout(2, 4, 1),
+    ],
+    ids=["dense", "eager", "above-captured", "moe-ep", "moe-expert-tp"],
+)
+def test_inlined_last_wave_equals_the_step_calls(ctx_of):  # type: ignore[no-untyped-def]
+    """``_decode`` inlines ``DecodeStep.seconds`` in its loop (issue #18): bit for bit the same sums."""
+    from calculator.timing.rollout import DecodeStep, _decode, concurrency
+
+    ctx = ctx_of()
+    step = DecodeStep(ctx)
+    dist = length_distribution(ctx.s, float(ctx.r.lengths.response))
+    seqs = -(-ctx.r.sequences_per_replica // step.dp)
+    for wave in sorted({1, 7, min(seqs, max(1, concurrency(ctx))), seqs}):
+        d = _decode(step, dist, seqs, wave, ctx.r.lengths.prompt)
+        got = [d[k] for k in ("decode", "long_tail", "tp_allreduce", "ep_all_to_all", "host_launch", "engine_host")]
+        assert got == _decode_by_calls(step, dist, seqs, wave, ctx.r.lengths.prompt)

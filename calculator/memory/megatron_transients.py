@@ -129,20 +129,23 @@ def megatron_activations(role: RoleModel, plan: TrainerPlan, batch: PassBatch, p
 
     # 1F1B: pipeline rank r holds min(PP - r, micro-batches) in flight; without a given rank the fullest one (with
     # interleaving, the first rank's chunks).
-    best: tuple[int, int, int, int, int, str] | None = None
+    best: tuple[int, int, int, int, int, str, int] | None = None
+    # The final norm (``final_layernorm``, gpt_model.py ``post_process``) is built on the last stage only; there 1F1B
+    # runs each micro-batch's backward right after its forward, so one micro-batch of it is in flight.
+    final_norm = mact.final_norm_bytes(a, split)
     # An even split's first rank holds the most micro-batches: the loop is needed only for uneven ones.
     ranks = range(1 if v > 1 or len(set(layers)) == 1 else pp) if pp_rank is None else (pp_rank,)
     for r in ranks:
         n = chunks if v > 1 else min(pp - r, micro_batches)
         kept, once, how = stage(layers[r])
-        if best is None or kept * n // v + once > best[0]:
-            best = (kept * n // v + once, r, n, kept, once, how)
+        fin = final_norm if r == pp - 1 else 0
+        if best is None or kept * n // v + once + fin > best[0]:
+            best = (kept * n // v + once + fin, r, n, kept, once, how, fin)
     assert best is not None
-    _, r, chunks, kept, once, how = best
+    _, r, chunks, kept, once, how, final = best
     lps = layers[r]
     if len(set(layers)) > 1:
         how += f"; pipeline rank {r} of layers {'/'.join(map(str, layers))}"
-    final = mact.final_norm_bytes(a, split) if pp == 1 else 0
     work = act.forward_working_bytes_per_token(a) // split.seq
     b = ((kept * chunks // v + once + final + work) * t) // cp
     return Component(

@@ -113,6 +113,23 @@ def test_logits_only_on_the_last_rank() -> None:
     )
 
 
+def test_the_final_norm_is_on_the_last_rank_only() -> None:
+    """Megatron-core builds ``final_layernorm`` on the last stage (gpt_model.py ``post_process``): verl's DeepSeek-V3
+    script describes its last rank, whose update activations add the norm's saved input, rsigma and output, TP 8 with
+    sequence parallelism: (2 x 7168 + 4 + 2 x 7168) // 8 = 3584 B per token; rank 0 has none."""
+    from calculator.memory.megatron_transients import megatron_activations
+
+    ctx = build_context(_dsv3_96_h20())
+    r, actor = ctx.r, ctx.actor
+    batch = r.passes[Phase.UPDATE_ACTOR].batch(False)
+    pp = r.actor.megatron.pipeline_model_parallel_size
+    last = megatron_activations(actor, r.actor, batch, pp - 1)
+    assert "final norm 3584 B/token" in last.formula
+    first = megatron_activations(actor, r.actor, batch, 0)
+    assert "final norm" not in first.formula
+    assert ctx.actor_state.pp_rank is not None and ctx.actor_state.pp_rank.rank == pp - 1
+
+
 def test_without_pipeline_parallelism_nothing_changes() -> None:
     s = _qwen3_30b_8_h20()  # Megatron, TP 1, PP 1, EP 8
     assert s.actor.strategy == "megatron" and s.actor.megatron.pipeline_model_parallel_size == 1

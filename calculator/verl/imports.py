@@ -374,6 +374,14 @@ def import_verl_text(text: str, release: Release = (None, None, 8)) -> tuple[dic
         rlplan = [(m.group(1), m.group(2)) for m in map(_RLPLAN_LINE.match, text.splitlines()) if m]
         return import_verl_yaml(data, rlplan, release)
     parsed = _parse_script(text)
+    if text.strip() and not parsed.overrides and not parsed.rlplan:
+        # A wrong file (or a script that builds its overrides in a way the reader does not follow) would otherwise
+        # give an estimate of verl's defaults without a word.
+        empty = (
+            "no verl key=value overrides found in the script: the estimate uses verl's defaults (a launch script "
+            "passes them to python3 -m verl.trainer.main_ppo, one per line or separated by spaces)"
+        )
+        parsed.notes.append(empty)
     natives, notes = _import_flat(
         dict(parsed.overrides),
         engine_hint=parsed.engine,

@@ -198,3 +198,19 @@ def test_legacy_reward_worker_keys_are_reported_not_modelled():
     ):
         assert any(n.startswith(f"verl {key}: not modelled; likely effect: ") for n in notes), key
     assert not any("data.sampler" in n for n in notes)  # the data order: no effect, no note
+
+
+@pytest.mark.parametrize(
+    ("text", "warned"),
+    [
+        ("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n", True),  # a wrong file
+        ("#!/bin/bash\nset -x\necho starting\n", True),
+        ("python3 -m verl.trainer.main_ppo \\\n  actor_rollout_ref.rollout.n=4\n", False),
+        ("# rlplan: rollout.n=4\n", False),
+        ("   \n", False),  # nothing pasted: nothing to say
+    ],
+)
+def test_a_script_without_overrides_says_so(text: str, warned: bool) -> None:
+    """A file with no key=value override would otherwise be estimated on verl's defaults without a word."""
+    _, notes = import_verl_text(text)
+    assert any("no verl key=value overrides found" in n for n in notes) is warned

@@ -35,6 +35,13 @@ estimate moves from 58.5 to 59.0 GiB, and its host RAM from 1,106 to 1,367 GiB p
   1.07x the first rank's).
 - An uneven split with virtual pipelining is taken as contiguous layers per rank.
 - The time model paces 1F1B by the fullest stage's layer count (``calculator.timing.backend``), not by parameters.
+
+**The rank that paces the step's parameter work.** A rank's optimizer step (on the GPU, or on the node's CPUs with
+Megatron's CPU optimizer), its data-parallel gradient reduce-scatter and parameter all-gather, and its offload copies
+scale with its own parameters. Every rank does them at the same point of the step, and the step goes on (the weight
+sync) only when the last one is done, so the rank with the most parameters per GPU paces them (``pacing_rank``; the
+time model, ``calculator.timing.backend.TrainingEngine``). That is DeepSeek-V3's last rank (1.25x the mean) and one
+of Qwen3-235B's middle ranks, not its first.
 - Host RAM per node counts the described rank's CPU optimizer on every GPU of the node.
 """
 
@@ -115,4 +122,18 @@ def rank_params(role: RoleModel, m: MegatronSection) -> tuple[RankParams, ...] |
     return tuple(out)
 
 
-__all__ = ["RankParams", "rank_layers", "rank_params"]
+def pacing_rank(role: RoleModel, m: MegatronSection) -> RankParams | None:
+    """The pipeline rank with the most parameters per GPU (dense / TP + routed experts / (EP x ETP)), the first of
+    equals (module docstring); None without pipeline parallelism or for a split Megatron-core refuses."""
+    if m.pipeline_model_parallel_size <= 1:
+        return None
+    ranks = rank_params(role, m)
+    if ranks is None:
+        return None
+    tp, ep = m.tensor_model_parallel_size, m.expert_model_parallel_size
+    etp = m.expert_tensor_parallel_size or tp
+    # Compared exactly: dense x EP x ETP + expert x TP is the per-GPU count times TP x EP x ETP.
+    return max(ranks, key=lambda rk: rk.dense * ep * etp + rk.expert * tp)
+
+
+__all__ = ["RankParams", "pacing_rank", "rank_layers", "rank_params"]

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from calculator.inputs.hardware import GpuSpec
 from calculator.inputs.scenario import MegatronSection, Scenario
 from calculator.memory.context import Context
+from calculator.memory.megatron_ranks import pacing_rank
 from calculator.memory.training import megatron_role_shards, shard_size
 from calculator.model.architecture import Architecture
 from calculator.model.megatron_activations import stage_layers
@@ -71,7 +72,12 @@ class TrainingEngine:
         # Megatron: the dense / expert parameters a GPU holds, and the data-parallel groups their grads are reduced
         # over and their optimizer state is sharded over (``memory.training.MegatronShards``); FSDP: all over the
         # FSDP group.
-        self.dp_split = megatron_role_shards(s, role, plan.megatron) if self.megatron else None
+        # With PP > 1 those of the rank with the most of them: every rank steps its optimizer, reduces its grads and
+        # copies its offloaded state at the same point of the step, so the largest paces it
+        # (``calculator.memory.megatron_ranks.pacing_rank``).
+        self.dp_split = (
+            megatron_role_shards(s, role, plan.megatron, pacing_rank(role, plan.megatron)) if self.megatron else None
+        )
         self.local = self.dp_split.local if self.dp_split else self.params / self.n
 
     def offload_seconds(self, *, optimizer: bool) -> float:

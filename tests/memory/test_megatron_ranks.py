@@ -136,3 +136,27 @@ def test_without_pipeline_parallelism_nothing_changes() -> None:
     ctx = build_context(s)
     assert ctx.actor_state.pp_rank is None
     assert "/ (TP" in ctx.actor_state.params.formula  # the mean share's formula
+
+
+def test_the_rank_with_the_most_parameters_paces_the_parameter_work() -> None:
+    """The time model's optimizer step, DP collectives and offload copies are of ``pacing_rank``: DeepSeek-V3's last
+    rank (6 MoE layers + output layer); Qwen3-235B's first middle rank (12 layers, 30.0e9 parameters against rank 0's
+    11 layers + embedding, 28.1e9), not the rank the memory describes (rank 0, by its update's activations)."""
+    from calculator.memory.megatron_ranks import pacing_rank
+    from calculator.timing.backend import TrainingEngine
+
+    for make, want in ((_dsv3_96_h20, 11), (_qwen3_235b_32_h20, 1)):
+        ctx = build_context(make())
+        m = ctx.r.actor.megatron
+        ranks = rank_params(ctx.actor, m)
+        assert ranks is not None
+        tp, ep = m.tensor_model_parallel_size, m.expert_model_parallel_size
+        etp = m.expert_tensor_parallel_size or tp
+        per_gpu = [rk.dense / tp + rk.expert / (ep * etp) for rk in ranks]
+        chosen = pacing_rank(ctx.actor, m)
+        assert chosen is not None and chosen.rank == want == per_gpu.index(max(per_gpu))
+        engine = TrainingEngine(ctx, ctx.actor, ctx.r.actor)
+        assert engine.dp_split is not None
+        assert engine.local == chosen.dense / tp + chosen.expert / (ep * etp)
+    assert build_context(_qwen3_235b_32_h20()).actor_state.pp_rank.rank == 0  # type: ignore[union-attr]
+    assert pacing_rank(build_context(_qwen3_30b_8_h20()).actor, _qwen3_30b_8_h20().actor.megatron) is None  # PP 1

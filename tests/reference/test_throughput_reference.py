@@ -15,7 +15,7 @@ Megatron policy around generation, as NeMo RL does):
 - NeMo RL v0.4 GRPO Qwen3-235B-A22B, 128 x H100, vLLM TP 16:  262 s / 506 s (0.52) } strict xfails: the large-MoE
 - NeMo RL v0.4 GRPO DeepSeek-V3, 256 x H100, vLLM TP 32:       86.3 s / 154 s (0.56) } gap (LARGE_MOE_GAP)
 - verl docs/perf/dpsk.md, GRPO DeepSeek-V3, 96 x H20, vLLM TP 32 eager (verl's own run, mean response 1,960):
-  rollout 763 s / 1,050 s (0.73), step 1,160 s / 1,700 s (0.68). The mean prompt is not published: 256 tokens is
+  rollout 763 s / 1,050 s (0.73), step 1,233 s / 1,700 s (0.73). The mean prompt is not published: 256 tokens is
   ASSUMED for DAPO-Math-17k, as in test_timing_dapo_reference (with the 2,048-token maximum as the mean the model
   gives 1,025 s / 1,557 s: the eager engine's per-step host launch, ~0.06 s x every decode step, dominates and the
   step count falls with the KV room the prompts leave). Within the band; low like the NeMo RL large-MoE rows.
@@ -24,9 +24,9 @@ Megatron policy around generation, as NeMo RL does):
   0.5-era FLOP counter (``verl_counting``: the embedding counted as a matmul, attention as 12 x Σ L², non-causal;
   x 1.33 here) before comparing. Modelled 0.565 / 0.547 / 0.519 (1.41x / 1.48x / 1.67x), all three strict xfails
   (MOE_TRAIN_GAP); before the expert-data-parallel optimizer shard (branch moetime) 0.655 / 0.632 / 0.598.
-- the same doc's DeepSeek-V3 96 x H20 row: update MFU 0.19 published, 0.136 modelled in verl's counting (0.72x,
-  strict xfail DSV3_UPDATE_GAP): the model's update is SLOWER than verl's there (its CPU optimizer step, 168 s of
-  286 s, dominates), so the MoE training gap is not one global rate.
+- the same doc's DeepSeek-V3 96 x H20 row: update MFU 0.19 published, 0.111 modelled in verl's counting (0.58x,
+  strict xfail DSV3_UPDATE_GAP): the model's update is SLOWER than verl's there (its CPU optimizer step, 210 s of
+  350 s on the pipeline rank with the most parameters, dominates), so the MoE training gap is not one global rate.
 
 NeMo RL is not verl: it trains with Megatron-core and generates with vLLM colocated on the same
 GPUs, one synchronous step after another, which is the mechanism rlplan models. Its batch
@@ -236,9 +236,11 @@ MOE_TRAIN_GAP = (
     "params/s per node). Recorded, not tuned away."
 )
 DSV3_UPDATE_GAP = (
-    "verl's DeepSeek-V3 update on 96 H20 (docs/perf/dpsk.md MFU 0.19, verl 0.5's counter) is modelled at 0.136 in "
-    "the same counting (0.72x, 2026-11-24): here the model's update is too SLOW, its CPU optimizer step "
-    "(cpu_adam_params_per_s, an ESTIMATE) being 168 s of 286 s. Recorded, not tuned away."
+    "verl's DeepSeek-V3 update on 96 H20 (docs/perf/dpsk.md MFU 0.19, verl 0.5's counter) is modelled at 0.111 in "
+    "the same counting (0.58x, 2026-11-25): here the model's update is too SLOW, its CPU optimizer step "
+    "(cpu_adam_params_per_s, an ESTIMATE) being 210 s of 350 s. That step is of the pipeline rank with the most "
+    "parameters (the last, 1.25x the mean share; 168 s and 0.127 with the mean share), which paces every rank's "
+    "optimizer step. Recorded, not tuned away."
 )
 
 

@@ -34,7 +34,9 @@ estimate moves from 58.5 to 59.0 GiB, and its host RAM from 1,106 to 1,367 GiB p
   holding the most parameters can be higher there, by its extra parameters' bytes (Qwen3-235B's middle ranks hold
   1.07x the first rank's).
 - An uneven split with virtual pipelining is taken as contiguous layers per rank.
-- The time model paces 1F1B by the fullest stage's layer count (``calculator.timing.backend``), not by parameters.
+- The time model paces 1F1B's compute by the fullest stage's layer count (``calculator.timing.backend``), not by
+  the sizes of those layers.
+- Host RAM per node counts the described rank's CPU optimizer on every GPU of the node.
 
 **The rank that paces the step's parameter work.** A rank's optimizer step (on the GPU, or on the node's CPUs with
 Megatron's CPU optimizer), its data-parallel gradient reduce-scatter and parameter all-gather, and its offload copies
@@ -42,7 +44,6 @@ scale with its own parameters. Every rank does them at the same point of the ste
 sync) only when the last one is done, so the rank with the most parameters per GPU paces them (``pacing_rank``; the
 time model, ``calculator.timing.backend.TrainingEngine``). That is DeepSeek-V3's last rank (1.25x the mean) and one
 of Qwen3-235B's middle ranks, not its first.
-- Host RAM per node counts the described rank's CPU optimizer on every GPU of the node.
 """
 
 from __future__ import annotations

@@ -12,7 +12,14 @@ from calculator import verl as verl_api
 from calculator.cli.terminal import one_line
 from calculator.errors import InputError
 from calculator.inputs.overrides import parse_value
-from calculator.inputs.presets import DEFAULT_SCENARIO, model_presets, preset_problems, read_mapping_file
+from calculator.inputs.presets import (
+    DEFAULT_SCENARIO,
+    is_later_release,
+    model_id_for_path,
+    model_presets,
+    preset_problems,
+    read_mapping_file,
+)
 from calculator.loading import load_scenario_with_warnings
 from calculator.model.sizes import approximate_model, parse_size
 
@@ -27,7 +34,17 @@ def _model_overrides(model: str) -> tuple[dict[str, Any], list[str]]:
     try:
         spec = parse_size(model)
     except ValueError:
-        return {"model.path": model, "model.config": None}, []  # unknown id: load_scenario names the presets
+        # A Hugging Face repo id or checkpoint path reads as verl's model.path does (Qwen/Qwen2.5-7B-Instruct ->
+        # qwen2.5-7b); an unknown one goes on as an id, which load_scenario refuses naming the presets.
+        preset = model_id_for_path(model)
+        if preset is None:
+            return {"model.path": model, "model.config": None}, []
+        note = f"--model {model}: the model preset {preset} ({model_presets(strict=False)[preset].hf_repo})" + (
+            ", of which it is a later release: its config.json may differ; pass that config.json for the exact one"
+            if is_later_release(model)
+            else ", the same architecture"
+        )
+        return {"model.path": preset, "model.config": None}, [note]
     approx = approximate_model(spec)
     note = (
         f"--model {model}: approximated as {approx.base_name} with {approx.num_layers} layers "

@@ -22,6 +22,7 @@ import difflib
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -46,6 +47,7 @@ from calculator.memo import forget_all
 from calculator.model.architecture import Architecture, ArchitectureError, parse_hf_config
 
 # The bounded readers live in calculator.inputs.readers; these names stay importable from here.
+
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_NESTING",
@@ -315,3 +317,40 @@ def get_gpu(gpu_id: str, field: str = "hardware.gpu") -> GpuSpec:
     if gpu_id.lower() in lowered:
         return lowered[gpu_id.lower()]
     raise _unknown("GPU", field, gpu_id, list(gpus), _skipped_hint(loaded))
+
+
+# Fine-tunes and dated releases share their base model's config.json (``model_id_for_path``); a dated or thinking
+# release may change it (Qwen's 2507 releases raise max_position_embeddings).
+_VARIANT_SUFFIX = re.compile(r"-(instruct|chat|base|hf|it|thinking|bf16|\d{4})$")
+_LATER_RELEASE = re.compile(r"-(thinking|\d{4})(-|$)")
+
+
+def model_id_for_path(path: str) -> str | None:
+    """The model preset a checkpoint path or Hugging Face repo id names (``Qwen/Qwen2.5-7B-Instruct``,
+    ``/models/Qwen3-30B-A3B-Instruct-2507``): its id, its repo, its repo's last part, else the same with fine-tune and
+    release suffixes stripped one at a time (Qwen3-30B-A3B-Instruct-2507 -> Qwen3-30B-A3B, DeepSeek-V3-0324 ->
+    DeepSeek-V3); None when none matches. Quantised checkpoints (-FP8, -AWQ, ...) are not stripped: their weights
+    differ. verl's ``model.path`` and the CLI's ``--model`` both read paths with it."""
+    presets = model_presets(strict=False)
+    base = path.rstrip("/").split("/")[-1].lower()
+    repo = "/".join(path.rstrip("/").split("/")[-2:]).lower()
+    for m in presets.values():
+        if m.hf_repo.lower() == repo or m.id == path:
+            return m.id
+    for m in presets.values():
+        if m.id == base or m.hf_repo.split("/")[-1].lower() == base:
+            return m.id
+    stripped = base
+    while True:
+        shorter = _VARIANT_SUFFIX.sub("", stripped)
+        if shorter == stripped:
+            return None
+        stripped = shorter
+        for m in presets.values():
+            if m.id == stripped or m.hf_repo.split("/")[-1].lower() in (stripped, stripped + "-hf"):
+                return m.id
+
+
+def is_later_release(path: str) -> bool:
+    """Whether a checkpoint path names a dated or thinking release (``-2507``, ``-Thinking``) of a model."""
+    return bool(_LATER_RELEASE.search(path.rstrip("/").split("/")[-1].lower()))

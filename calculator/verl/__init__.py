@@ -55,7 +55,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         native_field_exists,
         native_to_verl_items,
     )
-    from calculator.verl.fields import _model_id_from_path as _model_id_from_path
     from calculator.verl.imports import (
         apply_natives,
         apply_verl_overrides,
@@ -106,7 +105,6 @@ _EXPORTS: dict[str, str] = {
     "native_default": "calculator.verl.fields",
     "native_field_exists": "calculator.verl.fields",
     "native_to_verl_items": "calculator.verl.fields",
-    "_model_id_from_path": "calculator.verl.fields",
     "apply_natives": "calculator.verl.imports",
     "apply_verl_overrides": "calculator.verl.imports",
     "import_verl_text": "calculator.verl.imports",

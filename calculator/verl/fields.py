@@ -11,13 +11,12 @@ verl 0.9.1's for every mapped field (checked against the wheel by ``tests/test_v
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
 
-from calculator.inputs.presets import model_presets
+from calculator.inputs.presets import is_later_release, model_id_for_path, model_presets
 from calculator.inputs.scenario import Scenario
 from calculator.verl.defaults import verl_defaults
 from calculator.verl.keys import _A, _M, _R, TARGET_MODULES, VERL_PLACEHOLDER_MODEL_PATH, native_to_verl
@@ -131,33 +130,6 @@ def _hf_repo(model_id: str | None) -> str | None:
     return m.hf_repo if m else model_id
 
 
-_VARIANT_SUFFIX = re.compile(r"-(instruct|chat|base|hf|it|thinking|bf16|\d{4})$")
-
-
-def _model_id_from_path(path: str) -> str | None:
-    presets = model_presets(strict=False)
-    base = path.rstrip("/").split("/")[-1].lower()
-    repo = "/".join(path.rstrip("/").split("/")[-2:]).lower()
-    for m in presets.values():
-        if m.hf_repo.lower() == repo or m.id == path:
-            return m.id
-    for m in presets.values():
-        if m.id == base or m.hf_repo.split("/")[-1].lower() == base:
-            return m.id
-    # Fine-tunes and dated releases share their base model's config.json: strip those suffixes one at a time
-    # (Qwen3-30B-A3B-Instruct-2507 -> Qwen3-30B-A3B, DeepSeek-V3-0324 -> DeepSeek-V3). Quantised checkpoints
-    # (-FP8, -AWQ, ...) are not stripped: their weights differ.
-    stripped = base
-    while True:
-        shorter = _VARIANT_SUFFIX.sub("", stripped)
-        if shorter == stripped:
-            return None
-        stripped = shorter
-        for m in presets.values():
-            if m.id == stripped or m.hf_repo.split("/")[-1].lower() in (stripped, stripped + "-hf"):
-                return m.id
-
-
 def _kv_dtype_to_verl(value: str, engine_name: str) -> str:
     # vLLM: --kv-cache-dtype fp8 (= fp8_e4m3); SGLang: --kv-cache-dtype fp8_e4m3 | fp8_e5m2.
     return "fp8_e4m3" if (value == "fp8" and engine_name == "sglang") else value
@@ -187,7 +159,7 @@ def _model_path(value: Any, key: str, res: _Resolver) -> Converted:
         return False, None, f"verl {key}={value!r}: not a path; ignored"
     if value == VERL_PLACEHOLDER_MODEL_PATH:
         return False, None, f"verl {key}: verl's placeholder default ({value}); set the model (--model)"
-    mid = _model_id_from_path(value)
+    mid = model_id_for_path(value)
     if mid is None:
         return (
             False,
@@ -198,15 +170,11 @@ def _model_path(value: Any, key: str, res: _Resolver) -> Converted:
     return True, mid, _release_note(key, value, mid)
 
 
-_LATER_RELEASE = re.compile(r"-(thinking|\d{4})(-|$)")
-
-
 def _release_note(key: str, path: str, model_id: str) -> str | None:
     """A note when the path is a dated or thinking release of the preset it matched (Qwen3-30B-A3B-Instruct-2507 ->
     qwen3-30b-a3b): the same layers, but its config.json may differ (Qwen's 2507 releases raise
     max_position_embeddings to 262,144, which is vLLM's max_model_len when rollout.max_model_len is null)."""
-    base = path.rstrip("/").split("/")[-1].lower()
-    if not _LATER_RELEASE.search(base):
+    if not is_later_release(path):
         return None
     return (
         f"verl {key}={path}: estimated with the model preset {model_id}, of which it is a later release; its "
@@ -228,7 +196,7 @@ def _second_model_path(value: Any, key: str, res: _Resolver) -> Converted:
     actor_path = _resolved_or_none(res, f"{_M}.path")
     if isinstance(value, str) and actor_path is not None and value.rstrip("/") == str(actor_path).rstrip("/"):
         return True, None, None  # same model as the actor: rlplan's default
-    mid = _model_id_from_path(str(value))
+    mid = model_id_for_path(str(value))
     if mid is None:
         return False, None, f"verl override {key}={value}: not a model preset; the actor's model is used"
     return True, mid, None

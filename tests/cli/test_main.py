@@ -211,6 +211,25 @@ def test_model_takes_a_size(capsys):
     assert any(w.startswith("--model 70B: approximated as") for w in report["warnings"])
 
 
+@pytest.mark.parametrize(
+    ("model", "preset", "note"),
+    [
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b", "the same architecture"),
+        ("/models/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b", "later release"),
+        ("meta-llama/Llama-3.1-8B", "llama3.1-8b", "the same architecture"),
+    ],
+)
+def test_model_takes_a_hugging_face_repo_or_checkpoint_path(model, preset, note, capsys):
+    """``--model`` reads a repo id or checkpoint path as verl's model.path does (calculator.inputs.presets
+    ``model_id_for_path``), and says which preset it used."""
+    assert main(["estimate", PRESET, "--model", model, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"]["total_params"] == model_presets()[preset].architecture.total_params()
+    assert any(w.startswith(f"--model {model}: the model preset {preset}") and note in w for w in report["warnings"])
+    assert main(["estimate", PRESET, "--model", "Qwen/Qwen2.5-7B-Instruct-AWQ"]) == 2  # quantised: other weights
+    assert "unknown model" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("model", "code"), [("qwen2.5-7b", 0), ("llama3.1-70b", 1)])
 def test_check_is_a_launch_guard(model, code, capsys):
     """exit 1 when it does not fit, 0 when it fits (DESIGN.md 6.5)."""
@@ -274,6 +293,6 @@ def test_reading_a_yaml_text_loads_pyyaml_on_first_use(tmp_path):
 def test_lazy_public_api_names_every_export():
     """``calculator`` and ``calculator.verl`` load names on first use: the lazy table and ``__all__`` agree."""
     assert set(calculator._EXPORTS) == set(calculator.__all__)
-    assert set(calculator.verl._EXPORTS) == {*calculator.verl.__all__, "_model_id_from_path"}
+    assert set(calculator.verl._EXPORTS) == set(calculator.verl.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         calculator.nope  # noqa: B018

@@ -6,7 +6,7 @@ import pytest
 
 from calculator import load_scenario
 from calculator import verl as V
-from calculator.inputs.presets import model_presets
+from calculator.inputs.presets import model_id_for_path, model_presets
 
 
 def test_native_to_verl_items():
@@ -22,8 +22,8 @@ def test_native_to_verl_items():
 @pytest.mark.parametrize("model_id", sorted(model_presets()))
 def test_model_path_round_trip(model_id):
     repo = model_presets()[model_id].hf_repo
-    assert V._model_id_from_path(repo) == model_id
-    assert V._model_id_from_path(f"/models/{repo.split('/')[-1]}") == model_id
+    assert model_id_for_path(repo) == model_id
+    assert model_id_for_path(f"/models/{repo.split('/')[-1]}") == model_id
 
 
 def test_scenario_fields_defaults_and_engine():
@@ -46,7 +46,7 @@ def test_value_conversions():
     assert V.native_to_verl_items("model.target_modules", "attention", s) == [
         ("actor_rollout_ref.model.target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"])
     ]
-    assert V._model_id_from_path("/somewhere/unknown-model") is None
+    assert model_id_for_path("/somewhere/unknown-model") is None
 
 
 # The models of verl's example scripts (verl main, commit b178a3cd5: examples/grpo_trainer/run_qwen2-7b*.sh,
@@ -63,4 +63,4 @@ def test_value_conversions():
     ],
 )
 def test_verl_example_model_paths(path, model_id):
-    assert V._model_id_from_path(path) == model_id
+    assert model_id_for_path(path) == model_id

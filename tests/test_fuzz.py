@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calculator import InputError, estimate, load_scenario
-from tests.support.strategies import scenario_dicts
+from tests.support.strategies import megatron_overrides, scenario_dicts
 
 pytestmark = pytest.mark.slow  # ~25 s: the longest single test of the default run
 
@@ -123,6 +123,19 @@ def check_invariants(r) -> None:
 def test_fuzz_calculator(d):
     try:
         s = load_scenario(d)
+    except InputError as err:
+        assert err.problems and all(isinstance(p, str) and p for p in err.problems)
+        return
+    check_invariants(estimate(s))
+
+
+@settings(max_examples=max(100, EXAMPLES // 10), deadline=None, suppress_health_check=list(HealthCheck))
+@given(megatron_overrides())
+def test_fuzz_megatron_layouts(ov):
+    """Megatron layouts (pipeline ranks described and pacing the step, uneven and interleaved splits, EP, CP,
+    recompute, LoRA, offload): a report whose invariants hold, or an InputError naming the problem."""
+    try:
+        s = load_scenario("qwen2.5-7b-grpo-8xh100", overrides=ov)
     except InputError as err:
         assert err.problems and all(isinstance(p, str) and p for p in err.problems)
         return

@@ -71,3 +71,52 @@ def scenario_dicts(draw) -> dict[str, Any]:
 
 def scenarios():
     return scenario_dicts().map(lambda d: Scenario(**d))
+
+
+MEGATRON_MODELS = [
+    "qwen2.5-0.5b",
+    "qwen2.5-7b",
+    "llama3.1-8b",
+    "gemma-2-2b",
+    "qwen2.5-32b",
+    "qwen3-30b-a3b",
+    "mixtral-8x7b-v0.1",
+    "qwen3-235b-a22b",
+    "deepseek-v3",
+]
+
+
+@st.composite
+def megatron_overrides(draw) -> dict[str, Any]:
+    """Dotted overrides of the 7B GRPO preset that run its actor (and ref) on Megatron: dense and MoE models, TP /
+    PP / EP / CP, interleaving or an uneven first / last stage, recompute, LoRA and offload. Many are refused
+    (a layout that does not divide the GPUs, a split Megatron-core rejects): the fuzz test checks how."""
+    ov: dict[str, Any] = {
+        "model.path": draw(st.sampled_from(MEGATRON_MODELS)),
+        "hardware.num_gpus": draw(st.sampled_from([8, 16, 32, 64, 96, 128])),
+        "hardware.gpus_per_node": 8,
+        "hardware.gpu": draw(st.sampled_from(["h100-80gb", "h20-96gb", "a100-40gb", "b200-180gb"])),
+        "algorithm.adv_estimator": draw(st.sampled_from(["grpo", "gae"])),
+        "actor.strategy": "megatron",
+        "actor.megatron.tensor_model_parallel_size": draw(st.sampled_from([1, 2, 4, 8])),
+        "actor.megatron.pipeline_model_parallel_size": draw(st.sampled_from([1, 2, 3, 4, 8, 12, 16])),
+        "actor.megatron.expert_model_parallel_size": draw(st.sampled_from([1, 2, 4, 8, 16])),
+        "actor.megatron.context_parallel_size": draw(st.sampled_from([1, 1, 2])),
+        "actor.megatron.sequence_parallel": draw(st.booleans()),
+        "rollout.tensor_model_parallel_size": draw(st.sampled_from([1, 2, 4, 8])),
+    }
+    split = draw(st.sampled_from(["even", "interleaved", "uneven"]))
+    if split == "interleaved":
+        ov["actor.megatron.virtual_pipeline_model_parallel_size"] = draw(st.sampled_from([2, 3, 4]))
+    elif split == "uneven":
+        ov["actor.megatron.num_layers_in_first_pipeline_stage"] = draw(st.sampled_from([1, 2, 3, 5, 11]))
+        ov["actor.megatron.num_layers_in_last_pipeline_stage"] = draw(st.sampled_from([1, 2, 6, 11]))
+    if draw(st.booleans()):
+        ov["actor.megatron.recompute_granularity"] = "full"
+        ov["actor.megatron.recompute_method"] = draw(st.sampled_from(["uniform", "block"]))
+        ov["actor.megatron.recompute_num_layers"] = draw(st.sampled_from([1, 2, 4]))
+    if draw(st.booleans()):
+        ov["model.lora_rank"] = draw(st.sampled_from([8, 32]))
+    if draw(st.booleans()):
+        ov["actor.megatron.param_offload"] = ov["actor.megatron.optimizer_offload"] = True
+    return ov

@@ -15,6 +15,10 @@ image, which runs ``compileall`` at build time; here a temporary ``PYTHONPYCACHE
 nothing written into the checkout) and **from source** (``PYTHONDONTWRITEBYTECODE=1`` and no ``.pyc``: every
 module compiled at each start, as in this development environment). Issue #18's goal is read on the first.
 
+The peer beside it (``benchmarks/peer.py``; when its environment exists): the imports of llm-analysis's own
+command line (``python -m llm_analysis.analysis train ...`` imports that module and what it needs), timed the same
+way in its own virtual environment (``pip`` wrote its bytecode; a venv has no sandbox ``.pth``).
+
 ``--baseline DIR``: another checkout (``git worktree add /tmp/base main``, or ``git archive main | tar -x -C DIR``)
 measured interleaved with this one, process by process, so that both sides see the same load (with bytecode only).
 """
@@ -32,6 +36,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import peer as yardstick  # noqa: E402
+
 COMMANDS = {
     "presets": ["presets"],
     "estimate": ["estimate", "qwen2.5-7b-grpo-8xh100"],
@@ -71,6 +79,16 @@ def measure(args: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[fl
     return total, ours, wall, cpu
 
 
+def peer_import_seconds(runs: int) -> tuple[float, float]:
+    """Median (all imports s, site alone s) of the peer's command-line start, in its own interpreter."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    imports = [yardstick.import_command()] * (runs + 1)
+    site = [[yardstick.PEER_PYTHON, "-X", "importtime", "-c", "pass"]] * (runs + 1)
+    done = [subprocess.run(c, capture_output=True, text=True, check=True, env=env) for c in imports + site]
+    total = statistics.median(import_seconds(d.stderr)[0] for d in done[1 : runs + 1])
+    return total, statistics.median(import_seconds(d.stderr)[0] for d in done[runs + 2 :])
+
+
 def site_seconds(env: dict[str, str], runs: int) -> float:
     """Median import time of an interpreter that runs nothing (``site`` and what its ``.pth`` files import)."""
     cmd = [sys.executable, "-X", "importtime", "-c", "pass"]
@@ -107,6 +125,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rlplan-pyc-") as pycache:
         envs = environments(pycache)
         print(f"site alone (python -c pass): {site_seconds(envs[BYTECODE], args.runs):.3f} s of imports")
+        if yardstick.available():
+            peer_total, peer_site = peer_import_seconds(args.runs)
+            print(
+                f"the peer (llm-analysis's command line, {yardstick.PEER_IMPORT!r} in its own venv): "
+                f"{peer_total:.3f} s of imports (its site alone {peer_site:.3f} s)"
+            )
+        else:
+            print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no peer figure printed")
         if args.baseline is not None:
             envs = {BYTECODE: envs[BYTECODE]}
         for label, env in envs.items():

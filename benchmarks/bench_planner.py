@@ -7,6 +7,11 @@ One table = ``plan()`` over every GPU preset, every searched GPU count (up to 10
 setting. Prints the work (memory estimates, step-time model runs), the first call (presets loaded from YAML,
 caches cold) and the median of the repeats, as wall-clock time and as this process's CPU time (the fair figure
 when other jobs share the 2 cores); ``--check`` exits 1 when the median CPU time is over the budget.
+
+The peer beside it (``benchmarks/peer.py``; when its environment exists): after each table, 200 of llm-analysis's
+SFT estimates in its own process, so that both see the same load. The table is then also printed in peer
+estimates, a figure that does not move with the machine's speed (the absolute goal was set when one peer estimate
+took 0.19 ms: 0.3 s is ~1,580 of them).
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import calculator.planning.space as space  # noqa: E402
+from benchmarks import peer as yardstick  # noqa: E402
 from calculator import load_scenario, plan  # noqa: E402
 from calculator.inputs.presets import gpu_presets  # noqa: E402
 
 BUDGET_S = 1.0  # issue #6
 GOAL_S = 0.3  # issue #18
+PEER_CALLS = 200  # peer estimates timed after each table
 
 
 def count_step_times(s) -> int:  # type: ignore[no-untyped-def]
@@ -53,12 +60,17 @@ def main() -> int:
     s = load_scenario(args.scenario)
     p = plan(s)
     cold = time.perf_counter() - t0
-    times, cpu = [], []
+    peer = yardstick.Peer() if yardstick.available() else None
+    times, cpu, peer_ms = [], [], []
     for _ in range(args.repeat):
         t, c = time.perf_counter(), time.process_time()
         p = plan(s)
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
+        if peer is not None:
+            peer_ms.append(peer.cpu_s(PEER_CALLS) / PEER_CALLS * 1e3)
+    if peer is not None:
+        peer.close()
     median = statistics.median(times)
     cpu_median = statistics.median(cpu)
     fits = sum(r.min_gpus is not None for r in p.rows)
@@ -70,6 +82,16 @@ def main() -> int:
     print(f"one full table: median {median:.3f} s wall, min {min(times):.3f} s over {args.repeat} runs")
     print(f"one full table: median {cpu_median:.3f} s CPU (budget {BUDGET_S} s, issue #18 goal {GOAL_S} s)")
     print(f"per estimate (incl. search overhead): {cpu_median / max(p.num_estimates, 1) * 1e3:.2f} ms CPU")
+    if peer_ms:
+        pm = statistics.median(peer_ms)
+        goal_units = GOAL_S * 1e3 / yardstick.PEER_MS_WHEN_GOALS_WERE_SET
+        print(
+            f"the peer in the same run: one llm-analysis SFT estimate {pm:.3f} ms CPU; the table = "
+            f"{cpu_median * 1e3 / pm:,.0f} peer estimates (goal {GOAL_S} s = {goal_units:,.0f} at the "
+            f"{yardstick.PEER_MS_WHEN_GOALS_WERE_SET} ms it took when the goal was set)"
+        )
+    else:
+        print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no machine yardstick printed")
     if args.check and cpu_median > BUDGET_S:
         print(f"OVER BUDGET: {cpu_median:.3f} s > {BUDGET_S} s", file=sys.stderr)
         return 1

@@ -1,0 +1,100 @@
+"""The peer, llm-analysis (cli99/llm-analysis, PyPI ``llm-analysis``), as a yardstick for issue #18's benchmarks.
+
+The machines of this project's kind differ in speed from one session to the next: the peer's one SFT estimate took
+0.165-0.232 ms CPU on 2026-11-24/25 and 0.48 ms on 2026-11-28, and every absolute figure moved with it. So each goal's
+benchmark prints the peer's figure measured in the same run beside its own (``bench_peer.py``: one estimate;
+``bench_planner.py``: the table in peer estimates; ``bench_cli.py``: the peer's own import).
+
+The peer lives in its OWN virtual environment, never in this project's requirements. Create it once:
+
+    python3 -m venv /tmp/peer-venv && /tmp/peer-venv/bin/pip install llm-analysis
+
+(``RLPLAN_PEER_PYTHON`` points at another interpreter.) A small worker runs in that interpreter and answers
+"run N estimates" with the CPU time (``time.process_time``) they took.
+
+The peer's case: Llama-2-7B (``NousResearch_Llama-2-7b-hf``), H100 SXM 80 GB, bf16, 8 GPUs, ZeRO-3, micro-batch
+4 x 2048 tokens, full recomputation, flash attention: one SFT step (memory and time).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+PEER_PYTHON = os.environ.get("RLPLAN_PEER_PYTHON", "/tmp/peer-venv/bin/python")
+HOW_TO_INSTALL = "python3 -m venv /tmp/peer-venv && /tmp/peer-venv/bin/pip install llm-analysis"
+
+# The peer's one SFT estimate took 0.19 ms CPU when issue #18 set its absolute goals (its text: "llm-analysis
+# computes one SFT training estimate in 0.19 ms"): an absolute goal of G seconds is G / 0.19 ms peer estimates.
+PEER_MS_WHEN_GOALS_WERE_SET = 0.19
+
+# Runs inside the peer's venv: reads a call count per line, answers the CPU seconds those calls took.
+PEER_WORKER = r"""
+import logging, sys, time
+from llm_analysis.analysis import LLMAnalysis, ActivationRecomputation, DSZeRO, logger
+from llm_analysis.config import (ParallelismConfig, get_dtype_config_by_name, get_gpu_config_by_name,
+                                 get_model_config_by_name)
+logger.setLevel(logging.ERROR)
+
+def one():
+    a = LLMAnalysis(get_model_config_by_name("NousResearch_Llama-2-7b-hf"),
+                    get_gpu_config_by_name("h100-sxm-80gb"), get_dtype_config_by_name("w16a16e16"),
+                    ParallelismConfig(tp_size=1, pp_size=1, dp_size=8, sp_size=1), flops_efficiency=0.5)
+    return a.training(batch_size_per_gpu=4, gradient_accumulation_steps=1, seq_len=2048,
+                      activation_recomputation=ActivationRecomputation.FULL, ds_zero=DSZeRO.STAGE_3,
+                      flash_attn=True, mlp_gated_linear_units=True)
+
+summary = one()
+print("ready", summary["latency_per_iter"] > 0, flush=True)
+for line in sys.stdin:
+    n = int(line)
+    t0 = time.process_time()
+    for _ in range(n):
+        one()
+    print(time.process_time() - t0, flush=True)
+"""
+
+# What the peer's own command line imports before it estimates: ``python -m llm_analysis.analysis train ...`` runs
+# that module under python-fire (its ``__main__`` block), and it imports fire and its configuration readers.
+PEER_IMPORT = "import llm_analysis.analysis"
+
+
+def available() -> bool:
+    return Path(PEER_PYTHON).exists()
+
+
+class Peer:
+    """The llm-analysis worker process in its own interpreter."""
+
+    def __init__(self, python: str = PEER_PYTHON) -> None:
+        if not Path(python).exists():
+            raise SystemExit(f"no peer interpreter at {python}; create it with: {HOW_TO_INSTALL}")
+        self.proc = subprocess.Popen(
+            [python, "-c", PEER_WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        ready = self.proc.stdout.readline().split()
+        if ready != ["ready", "True"]:
+            raise SystemExit(f"the llm-analysis worker did not start ({ready}); create it with: {HOW_TO_INSTALL}")
+
+    def cpu_s(self, calls: int) -> float:
+        """CPU seconds of ``calls`` SFT estimates."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{calls}\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def import_command(python: str = PEER_PYTHON) -> list[str]:
+    """The peer's start-up imports, timed the way ``bench_cli.py`` times rlplan's (``-X importtime``)."""
+    return [python, "-X", "importtime", "-c", PEER_IMPORT]

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from calculator import Advice, Report, Scenario, Suggestion, advise, rejections
-from ui import export, field_values, fields, keys, state
+from ui import cache, export, field_values, fields, keys, state
 from ui.i18n import tr
 from ui.i18n_messages import check_text, lever_title
 from ui.i18n_warnings import warning_text
@@ -174,7 +174,8 @@ def _concurrency_delta(r: Report) -> str:
 
 
 def chart(fig: go.Figure, key: str, filename: str) -> None:
-    st.plotly_chart(fig, key=key, config=export.toolbar_config(filename), width="stretch")
+    """A cached figure (``ui/cache.py``: never changed once made) in the page; its dict is made once, not per rerun."""
+    st.plotly_chart(cache.chart_spec(fig), key=key, config=export.toolbar_config(filename), width="stretch")
 
 
 def png_button(

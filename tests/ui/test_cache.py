@@ -68,3 +68,21 @@ def test_figures_are_cached_per_scenario_language_and_case(worst):
     assert fig.to_json() == figures.memory_figure(report, lang="en", worst=worst).to_json()
     zh = cache.cached_figure("memory", key, lambda: figures.memory_figure(report, lang="zh", worst=worst), "zh", worst)
     assert zh is not fig
+
+
+def test_chart_spec_is_the_figures_dict_made_once_and_streamlit_sends_the_same_bytes():
+    """``st.plotly_chart`` reads ``to_dict()`` of what it is given and serialises it: the spec of a cached figure gives
+    the very dict the figure would, made once per figure object (not per rerun)."""
+    import plotly.io
+    import plotly.tools
+
+    report = estimate(load_scenario("qwen2.5-7b-grpo-8xh100"))
+    for fig in (figures.memory_figure(report), figures.role_figure(report, worst=True)):
+        spec = cache.chart_spec(fig)
+        assert cache.chart_spec(fig) is spec  # made once
+        assert spec.to_dict() == fig.to_dict()
+        sent = plotly.tools.return_figure_from_figure_or_data(spec, validate_figure=True)  # what Streamlit does
+        direct = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
+        assert plotly.io.to_json(sent, validate=False) == plotly.io.to_json(direct, validate=False)
+    other = figures.memory_figure(report)
+    assert cache.chart_spec(other) is not cache.chart_spec(fig)  # per figure object, never shared by equality

@@ -10,12 +10,11 @@ from calculator import (
     InputError,
     Report,
     Scenario,
-    estimate,
     load_scenario,
     load_scenario_with_warnings,
     role_settings,
 )
-from ui import figures, keys, linkcodec, render, state, summary
+from ui import cache, figures, keys, linkcodec, render, state, summary
 from ui.export import plain_text
 from ui.fields import decode_value, encode_value, field, scenario_flat, settings_diff
 from ui.i18n import tr
@@ -243,7 +242,7 @@ for i, col in enumerate(columns):
             st.error("**" + tr(L, "cmp.invalid") + "**\n\n" + md_lines(problems))
             continue
         try:
-            report = estimate(scenario)
+            report = cache.cached_estimate(scenario)  # shared with the Estimate page and the other sessions
         except Exception as exc:
             st.error(md(tr(L, "err.calculator", what=f"{type(exc).__name__}: {exc}")))
             continue
@@ -271,7 +270,11 @@ for i, col in enumerate(columns):
 
 if len(items) >= 1:
     st.markdown(f"#### {tr(L, 'cmp.chart')}")
-    fig = figures.comparison_figure([(label, r) for label, _, r in items], lang=L)
+    # Cached by the columns' labels and scenarios (the figure is a function of them and the language; ui/cache.py).
+    fig_key = "\x00".join(f"{label}\x01{cache.scenario_key(s)}" for label, s, _ in items)
+    fig = cache.cached_figure(
+        "comparison", fig_key, lambda: figures.comparison_figure([(label, r) for label, _, r in items], lang=L), L
+    )
     render.chart(fig, keys.CMP_CHART, "rlplan-comparison")
 
     t1, t2 = st.columns([2, 3], gap="medium")

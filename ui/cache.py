@@ -68,6 +68,10 @@ class BoundedLru:
 
 
 CACHE = BoundedLru(MAX_ENTRIES)
+# Trade-off sweeps (up to 1,920 points with their Pareto front and technique table) and their charts: fewer, larger
+# values in an LRU of their own (32 entries, as the ``st.cache_data`` it replaces, which also unpickled a copy of the
+# whole sweep on every rerun of the page).
+SWEEPS = BoundedLru(32)
 
 
 def scenario_key(scenario: Scenario) -> str:

@@ -7,8 +7,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from calculator import Scenario, TechniqueRow, TradeoffPoint, estimate, pareto_front, technique_table, tradeoff_sweep
-from ui import catalogue, inputs, keys, render, state, summary
+from calculator import Scenario, TechniqueRow, TradeoffPoint, pareto_front, technique_table, tradeoff_sweep
+from ui import cache, catalogue, inputs, keys, render, state, summary
 from ui.fields import encode_value
 from ui.figures_time import tradeoff_figure, variant_text
 from ui.i18n import tr
@@ -47,11 +47,15 @@ def technique_row(row: TechniqueRow) -> dict[str, Any]:
     return {**out, **data}
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def sweep(s: Scenario) -> tuple[list[TradeoffPoint], list[TradeoffPoint], list[TechniqueRow]]:
-    """The trade-off sweep of one scenario (a large sweep: cached, shared by every session)."""
+def _sweep(s: Scenario) -> tuple[list[TradeoffPoint], list[TradeoffPoint], list[TechniqueRow]]:
     points = tradeoff_sweep(s)
     return points, pareto_front(points), technique_table(s)
+
+
+def sweep(s: Scenario, key: str) -> tuple[list[TradeoffPoint], list[TradeoffPoint], list[TechniqueRow]]:
+    """The trade-off sweep of one scenario (``key``: its ``cache.scenario_key``): computed once per distinct scenario
+    in this server process and shared by every session (``ui/cache.py``; views only read it)."""
+    return cache.SWEEPS.get_or_make(("sweep", key), lambda: _sweep(s))
 
 
 L = state.lang()
@@ -68,16 +72,17 @@ if built.scenario is None:
 
 try:
     with st.spinner("…"):
-        points, front, techniques = sweep(built.scenario)
+        key = cache.scenario_key(built.scenario)
+        points, front, techniques = sweep(built.scenario, key)
 except Exception as exc:  # the calculator raised on a valid scenario: say so, never a traceback
     st.error(md(tr(L, "to.failed", why=f"{type(exc).__name__}: {exc}")), icon=":material/error:")
     st.stop()
 
-fig = tradeoff_figure(points, lang=L)
+fig = cache.SWEEPS.get_or_make(("chart", key, L), lambda: tradeoff_figure(points, lang=L))
 render.chart(fig, keys.TO_CHART, "rlplan-tradeoffs")
 c_png, _ = st.columns([1, 5])
 with c_png:
-    header = summary.title(built.scenario, estimate(built.scenario, with_time=False), catalogue.base_scenario())
+    header = summary.title(built.scenario, cache.cached_estimate(built.scenario, key), catalogue.base_scenario())
     render.png_button(fig, keys.TO_DL_PNG, "rlplan-tradeoffs", title=header, note=tr(L, "png.tradeoffs"))
 
 st.markdown(f"**{tr(L, 'to.techniques')}**")

@@ -30,6 +30,8 @@ from ui import keys  # noqa: E402
 PAGES = {
     "estimate": None,
     "compare": "ui/pages/compare.py",
+    "tradeoffs": "ui/pages/tradeoffs.py",
+    "planner": "ui/pages/planner.py",
 }
 
 

@@ -1,9 +1,10 @@
 """The peer, llm-analysis (cli99/llm-analysis, PyPI ``llm-analysis``), as a yardstick for issue #18's benchmarks.
 
 The machines of this project's kind differ in speed from one session to the next: the peer's one SFT estimate took
-0.165-0.232 ms CPU on 2026-11-24/25 and 0.48 ms on 2026-11-28, and every absolute figure moved with it. So each goal's
-benchmark prints the peer's figure measured in the same run beside its own (``bench_peer.py``: one estimate;
-``bench_planner.py``: the table in peer estimates; ``bench_cli.py``: the peer's own import).
+0.165-0.232 ms CPU on 2026-11-24/25 and 0.31-0.54 ms (most runs 0.41-0.49) on 2026-11-28, and every absolute figure
+moved with it. So each goal's benchmark prints the peer's figure measured in the same run beside its own
+(``bench_peer.py``: one estimate; ``bench_planner.py`` and ``bench_tradeoff.py``: the table and the sweeps in peer
+estimates; ``bench_cli.py``: the peer's own command-line imports).
 
 The peer lives in its OWN virtual environment, never in this project's requirements. Create it once:
 

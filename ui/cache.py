@@ -72,6 +72,9 @@ CACHE = BoundedLru(MAX_ENTRIES)
 # values in an LRU of their own (32 entries, as the ``st.cache_data`` it replaces, which also unpickled a copy of the
 # whole sweep on every rerun of the page).
 SWEEPS = BoundedLru(32)
+# Hardware plans (every GPU type and count: a plan's JSON data, ~100 KB), 16 entries as the ``st.cache_data`` they
+# replace, which hashed the scenario and unpickled a copy of the whole plan on every rerun of the Planner page.
+PLANS = BoundedLru(16)
 
 
 def scenario_key(scenario: Scenario) -> str:

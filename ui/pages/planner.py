@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calculator import Scenario, plan
-from ui import inputs, keys, render, state
+from ui import cache, inputs, keys, render, state
 from ui.fields import encode_value
 from ui.i18n import tr
 from ui.options import gpu_ids, gpu_label
@@ -17,11 +17,15 @@ from ui.placement import split_column
 from ui.text import md
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
 def run_plan(s: Scenario, gpus: tuple[str, ...], max_gpus: int, margin: float) -> dict[str, Any]:
-    """The plan as JSON data (a large sweep over GPU types and counts: cached, shared by every session). A split
-    placement in the sidebar also searches the split of each row's GPUs (``row["split"]``)."""
-    return plan(s, gpus=list(gpus) or None, max_gpus=max_gpus, margin=margin).model_dump(mode="json")
+    """The plan as JSON data (a large sweep over GPU types and counts): computed once per distinct request in this
+    server process and shared by every session (``ui/cache.py``: views only read it). A split placement in the
+    sidebar also searches the split of each row's GPUs (``row["split"]``)."""
+
+    def make() -> dict[str, Any]:
+        return plan(s, gpus=list(gpus) or None, max_gpus=max_gpus, margin=margin).model_dump(mode="json")
+
+    return cache.PLANS.get_or_make(("plan", cache.scenario_key(s), gpus, max_gpus, margin), make)
 
 
 def _settings(d: Any) -> str:
@@ -128,7 +132,7 @@ if "elapsed_s" in data:
     st.caption(tr(L, "plan.elapsed", s=float(data["elapsed_s"])))
 st.download_button(
     tr(L, "plan.dl_json"),
-    data=json.dumps(data, indent=2, ensure_ascii=False),
+    data=lambda: json.dumps(data, indent=2, ensure_ascii=False),  # made on click (deferred), not every rerun
     file_name="rlplan-plan.json",
     mime="application/json",
     key=keys.PLAN_DL_JSON,

@@ -125,14 +125,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rlplan-pyc-") as pycache:
         envs = environments(pycache)
         print(f"site alone (python -c pass): {site_seconds(envs[BYTECODE], args.runs):.3f} s of imports")
-        if yardstick.available():
-            peer_total, peer_site = peer_import_seconds(args.runs)
-            print(
-                f"the peer (llm-analysis's command line, {yardstick.PEER_IMPORT!r} in its own venv): "
-                f"{peer_total:.3f} s of imports (its site alone {peer_site:.3f} s)"
-            )
+        try:
+            peer_total, peer_site = peer_import_seconds(args.runs) if yardstick.available() else (None, None)
+        except subprocess.CalledProcessError as why:  # a venv without llm-analysis
+            print(f"the peer: its import failed ({why}), no peer figure printed")
         else:
-            print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no peer figure printed")
+            if peer_total is None:
+                print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no peer figure printed")
+            else:
+                print(
+                    f"the peer (llm-analysis's command line, {yardstick.PEER_IMPORT!r} in its own venv): "
+                    f"{peer_total:.3f} s of imports (its site alone {peer_site:.3f} s)"
+                )
         if args.baseline is not None:
             envs = {BYTECODE: envs[BYTECODE]}
         for label, env in envs.items():

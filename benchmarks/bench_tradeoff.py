@@ -61,9 +61,7 @@ PEER_CALLS = 200
 
 
 def main() -> None:
-    peer = yardstick.Peer() if yardstick.available() else None
-    if peer is None:
-        print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no machine yardstick printed")
+    peer = yardstick.start()
     for name, (preset, overrides) in CASES.items():
         s = load_scenario(preset, overrides=overrides)
         ctx = build_context(s)

@@ -96,6 +96,20 @@ class Peer:
         self.proc.wait(timeout=30)
 
 
+def start() -> Peer | None:
+    """The peer's worker, or None (saying why on stdout) when its environment is missing or broken: a benchmark that
+    prints the peer beside its own figures still prints its own without it (``tests/planning/test_planner.py`` runs
+    ``bench_planner.py`` on machines without the peer)."""
+    if not available():
+        print(f"the peer: not installed ({HOW_TO_INSTALL}), no machine yardstick printed")
+        return None
+    try:
+        return Peer()
+    except (SystemExit, OSError) as why:
+        print(f"the peer: its worker did not start ({why}), no machine yardstick printed")
+        return None
+
+
 def import_command(python: str = PEER_PYTHON) -> list[str]:
     """The peer's start-up imports, timed the way ``bench_cli.py`` times rlplan's (``-X importtime``)."""
     return [python, "-X", "importtime", "-c", PEER_IMPORT]

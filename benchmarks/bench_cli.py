@@ -83,10 +83,26 @@ def peer_import_seconds(runs: int) -> tuple[float, float]:
     """Median (all imports s, site alone s) of the peer's command-line start, in its own interpreter."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     imports = [yardstick.import_command()] * (runs + 1)
-    site = [[yardstick.PEER_PYTHON, "-X", "importtime", "-c", "pass"]] * (runs + 1)
+    site = [yardstick.import_command("pass")] * (runs + 1)
     done = [subprocess.run(c, capture_output=True, text=True, check=True, env=env) for c in imports + site]
     total = statistics.median(import_seconds(d.stderr)[0] for d in done[1 : runs + 1])
     return total, statistics.median(import_seconds(d.stderr)[0] for d in done[runs + 2 :])
+
+
+def print_peer_imports(runs: int) -> None:
+    """The peer's command-line imports beside ours, or one line saying why there are none."""
+    if not yardstick.available():
+        print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no peer figure printed")
+        return
+    try:
+        total, site = peer_import_seconds(runs)
+    except subprocess.CalledProcessError as why:  # a venv without llm-analysis
+        print(f"the peer: its import failed ({why}), no peer figure printed")
+        return
+    print(
+        f"the peer (llm-analysis's command line, {yardstick.PEER_IMPORT!r} in its own venv): "
+        f"{total:.3f} s of imports (its site alone {site:.3f} s)"
+    )
 
 
 def site_seconds(env: dict[str, str], runs: int) -> float:
@@ -125,18 +141,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rlplan-pyc-") as pycache:
         envs = environments(pycache)
         print(f"site alone (python -c pass): {site_seconds(envs[BYTECODE], args.runs):.3f} s of imports")
-        try:
-            peer_total, peer_site = peer_import_seconds(args.runs) if yardstick.available() else (None, None)
-        except subprocess.CalledProcessError as why:  # a venv without llm-analysis
-            print(f"the peer: its import failed ({why}), no peer figure printed")
-        else:
-            if peer_total is None:
-                print(f"the peer: not installed ({yardstick.HOW_TO_INSTALL}), no peer figure printed")
-            else:
-                print(
-                    f"the peer (llm-analysis's command line, {yardstick.PEER_IMPORT!r} in its own venv): "
-                    f"{peer_total:.3f} s of imports (its site alone {peer_site:.3f} s)"
-                )
+        print_peer_imports(args.runs)
         if args.baseline is not None:
             envs = {BYTECODE: envs[BYTECODE]}
         for label, env in envs.items():

@@ -31,7 +31,6 @@ from calculator.inputs.presets import gpu_presets  # noqa: E402
 
 BUDGET_S = 1.0  # issue #6
 GOAL_S = 0.3  # issue #18
-PEER_CALLS = 200  # peer estimates timed after each table
 
 
 def count_step_times(s) -> int:  # type: ignore[no-untyped-def]
@@ -68,7 +67,7 @@ def main() -> int:
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         if peer is not None:
-            peer_ms.append(peer.cpu_s(PEER_CALLS) / PEER_CALLS * 1e3)
+            peer_ms.append(peer.cpu_s(yardstick.CALLS) / yardstick.CALLS * 1e3)
     if peer is not None:
         peer.close()
     median = statistics.median(times)
@@ -84,11 +83,9 @@ def main() -> int:
     print(f"per estimate (incl. search overhead): {cpu_median / max(p.num_estimates, 1) * 1e3:.2f} ms CPU")
     if peer_ms:
         pm = statistics.median(peer_ms)
-        goal_units = GOAL_S * 1e3 / yardstick.PEER_MS_WHEN_GOALS_WERE_SET
         print(
             f"the peer in the same run: one llm-analysis SFT estimate {pm:.3f} ms CPU; the table = "
-            f"{cpu_median * 1e3 / pm:,.0f} peer estimates (goal {GOAL_S} s = {goal_units:,.0f} at the "
-            f"{yardstick.PEER_MS_WHEN_GOALS_WERE_SET} ms it took when the goal was set)"
+            + yardstick.in_peer_estimates(cpu_median, pm, GOAL_S)
         )
     if args.check and cpu_median > BUDGET_S:
         print(f"OVER BUDGET: {cpu_median:.3f} s > {BUDGET_S} s", file=sys.stderr)

@@ -57,7 +57,6 @@ def median_s(fn, repeat: int, clock=time.perf_counter) -> float:
 
 
 GOAL_S = 0.3  # issue #18: the worst sweep
-PEER_CALLS = 200
 
 
 def main() -> None:
@@ -81,11 +80,10 @@ def main() -> None:
         print(f"  step_time: {st * 1e3:.3f} ms   estimate(with_time=True): {est * 1e3:.3f} ms")
         print(f"  technique_table: {table * 1e3:.1f} ms")
         if peer is not None:
-            pm = statistics.median(peer.cpu_s(PEER_CALLS) / PEER_CALLS * 1e3 for _ in range(3))
-            goal_units = GOAL_S * 1e3 / yardstick.PEER_MS_WHEN_GOALS_WERE_SET
+            pm = statistics.median(peer.cpu_s(yardstick.CALLS) / yardstick.CALLS * 1e3 for _ in range(3))
             print(
                 f"  the peer right after: one SFT estimate {pm:.3f} ms CPU; this sweep = "
-                f"{sweep_cpu * 1e3 / pm:,.0f} peer estimates (goal {GOAL_S} s = {goal_units:,.0f})"
+                + yardstick.in_peer_estimates(sweep_cpu, pm, GOAL_S)
             )
     if peer is not None:
         peer.close()

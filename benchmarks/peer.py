@@ -1,7 +1,7 @@
 """The peer, llm-analysis (cli99/llm-analysis, PyPI ``llm-analysis``), as a yardstick for issue #18's benchmarks.
 
 The machines of this project's kind differ in speed from one session to the next: the peer's one SFT estimate took
-0.165-0.232 ms CPU on 2026-11-24/25 and 0.31-0.54 ms (most runs 0.41-0.49) on 2026-11-28, and every absolute figure
+0.165-0.232 ms CPU on 2026-11-24/25 and 0.30-0.62 ms (most runs 0.41-0.56) on 2026-11-28, and every absolute figure
 moved with it. So each goal's benchmark prints the peer's figure measured in the same run beside its own
 (``bench_peer.py``: one estimate; ``bench_planner.py`` and ``bench_tradeoff.py``: the table and the sweeps in peer
 estimates; ``bench_cli.py``: the peer's own command-line imports).
@@ -29,6 +29,7 @@ HOW_TO_INSTALL = "python3 -m venv /tmp/peer-venv && /tmp/peer-venv/bin/pip insta
 # The peer's one SFT estimate took 0.19 ms CPU when issue #18 set its absolute goals (its text: "llm-analysis
 # computes one SFT training estimate in 0.19 ms"): an absolute goal of G seconds is G / 0.19 ms peer estimates.
 PEER_MS_WHEN_GOALS_WERE_SET = 0.19
+CALLS = 200  # peer estimates per timing: ~0.1 s of the peer's CPU
 
 # Runs inside the peer's venv: reads a call count per line, answers the CPU seconds those calls took.
 PEER_WORKER = r"""
@@ -81,6 +82,8 @@ class Peer:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         ready = self.proc.stdout.readline().split()
         if ready != ["ready", "True"]:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
             raise SystemExit(f"the llm-analysis worker did not start ({ready}); create it with: {HOW_TO_INSTALL}")
 
     def cpu_s(self, calls: int) -> float:
@@ -110,6 +113,17 @@ def start() -> Peer | None:
         return None
 
 
-def import_command(python: str = PEER_PYTHON) -> list[str]:
-    """The peer's start-up imports, timed the way ``bench_cli.py`` times rlplan's (``-X importtime``)."""
-    return [python, "-X", "importtime", "-c", PEER_IMPORT]
+def in_peer_estimates(cpu_s: float, peer_ms: float, goal_s: float) -> str:
+    """``cpu_s`` as a count of the peer's estimates of ``peer_ms`` each, beside the goal ``goal_s`` counted the same
+    way at the peer's speed when the goals were set."""
+    goal = goal_s * 1e3 / PEER_MS_WHEN_GOALS_WERE_SET
+    return (
+        f"{cpu_s * 1e3 / peer_ms:,.0f} peer estimates (goal {goal_s} s = {goal:,.0f} at the "
+        f"{PEER_MS_WHEN_GOALS_WERE_SET} ms one took when the goal was set)"
+    )
+
+
+def import_command(code: str = PEER_IMPORT) -> list[str]:
+    """``code`` run in the peer's interpreter with its imports timed, as ``bench_cli.py`` times rlplan's
+    (``-X importtime``): the peer's command-line imports by default."""
+    return [PEER_PYTHON, "-X", "importtime", "-c", code]

@@ -35,7 +35,8 @@ def notices() -> None:
     files = state.preset_file_problems()
     if files:
         st.warning(
-            "**" + tr(L, "err.preset_files", n=len(files)) + "**\n\n" + md_lines(files), icon=":material/folder_off:"
+            "**" + tr(L, "err.preset_files", n=len(files)) + "**\n\n" + md_lines(list(files)),
+            icon=":material/folder_off:",
         )
 
 
@@ -235,10 +236,10 @@ def warnings(report: Report, scenario: Scenario) -> None:
                     st.warning(text, icon=":material/info:")
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def _advice(s: Scenario) -> Advice:
-    """The advisor's ranked changes (tens of estimates per scenario: cached, shared by every session)."""
-    return advise(s)
+    """The advisor's ranked changes (tens of estimates per scenario), once per scenario in the process-wide LRU
+    (``ui.cache``; an ``Advice`` is frozen), shared by every session."""
+    return cache.CACHE.get_or_make(("advice", cache.scenario_key(s)), lambda: advise(s))
 
 
 def apply_changes(changes: dict[str, Any]) -> None:

@@ -32,11 +32,12 @@ from calculator import (
     scenario_preset,
 )
 from calculator import model_families as families
-from ui import field_values, keys
+from ui import cache, field_values, keys
 from ui.catalogue import (
     DEFAULT_PRESET,
     default_preset,
     preset_file_problems,
+    preset_flat,
     preset_ids,
     preset_name,
     preset_scenario,
@@ -311,7 +312,7 @@ def apply_url_fields(preset: str, params: dict[str, str | None]) -> list[str]:
     problems: list[str] = []
     accepted: dict[str, Any] = {}
     try:
-        base = scenario_flat(preset_scenario(preset))
+        base = preset_flat(preset)
     except InputError:
         return problems
     for key, text in params.items():
@@ -407,7 +408,11 @@ def build_scenario() -> Built:
     if built.problems:
         return built
     try:
-        built.scenario = load_scenario(scenario_preset(preset), overrides=overrides)
+        # validated once per (preset, overrides) in the process (the Scenario is frozen, shared like the estimate)
+        built.scenario = cache.CACHE.get_or_make(
+            ("scenario", preset, repr(sorted(overrides.items()))),
+            lambda: load_scenario(scenario_preset(preset), overrides=overrides),
+        )
     except InputError as err:
         built.problems = list(err.problems)
     except Exception as exc:  # the page must never show a traceback
@@ -426,7 +431,7 @@ def url_params(built: Built) -> dict[str, str]:
     if lang() != "en":
         params["lang"] = lang()
     try:
-        base = scenario_flat(preset_scenario(preset))
+        base = preset_flat(preset)
     except InputError:
         base = {p: f.default for p, f in all_fields().items()}
     algo = ss.get(keys.ALGO, "")
@@ -453,9 +458,11 @@ def fits_in_link(config_text: str) -> bool:
     return len(urlencode({"model.config": config_text})) <= MAX_LINK_CONFIG_CHARS
 
 
-def sync_url(built: Built, extra: dict[str, str] | None = None) -> None:
-    """Write the current inputs (and a page's ``extra`` parameters) into the address bar, only when they changed."""
+def sync_url(built: Built, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Write the current inputs (and a page's ``extra`` parameters) into the address bar, only when they changed;
+    returns the parameters (the share link of the page)."""
     params = url_params(built) | (extra or {})
     current = {k: st.query_params.get(k) for k in st.query_params}
     if current != params:
         st.query_params.from_dict(params)
+    return params

@@ -50,3 +50,28 @@ def html(text: object, limit: int = MAX_ECHO_CHARS) -> str:
     """Text inside a one-line HTML block (``<div ...>{here}</div>``) rendered with ``unsafe_allow_html=True``:
     clipped and entity-escaped. Markdown is not parsed inside an HTML block, so nothing else is needed."""
     return _html.escape(clip(text, limit), quote=False)
+
+
+MAX_FORMULA_CHARS = 2000  # a formula quotes the model's name at most; anything longer is cut
+
+
+def code_span(text: object, limit: int = MAX_FORMULA_CHARS) -> str:
+    """``text`` as one inline code span, shown literally whatever it holds: the delimiter is one backtick longer
+    than the longest run of backticks in the text (CommonMark 6.1: a span closes only on a run of the same length),
+    and the padding space, which CommonMark strips, keeps a leading or trailing backtick off the delimiter. Inside a
+    code span nothing is Markdown: no link, emphasis, LaTeX or directive. Unlike ``st.code`` the span wraps with the
+    line, so many formulas fit one Markdown element (issue #18: an element costs the server ~0.25 ms a rerun)."""
+    s = clip(text, limit) or "—"
+    ticks = "`" * (max(map(len, re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s[0] == "`" or s[-1] == "`" else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def formula_list(items: list[tuple[str, str, str]]) -> str:
+    """One Markdown bullet per ``(title, formula, note)``: the title in bold and the note escaped (:func:`md`), the
+    formula as a code span on the next line (:func:`code_span`); an empty note is left out."""
+    lines = []
+    for title, formula, note in items:
+        head = f"- **{md(title)}**" + (f" — {md(note, limit=600)}" if note else "")
+        lines.append(f"{head}  \n  {code_span(formula)}")
+    return "\n".join(lines)

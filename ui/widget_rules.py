@@ -11,9 +11,11 @@ the allowed values are listed.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import streamlit as st
@@ -21,8 +23,8 @@ import streamlit as st
 from calculator import ALGORITHMS, MAX_INPUT_BYTES, InputError, Scenario, algorithm_for
 from calculator import model_families as families
 from ui import field_values, keys
-from ui.catalogue import default_preset, preset_ids, preset_scenario
-from ui.fields import FieldSpec, coerce, field, scenario_flat, widget_fields
+from ui.catalogue import default_preset, preset_flat, preset_ids, preset_scenario
+from ui.fields import FieldSpec, coerce, field, widget_fields
 from ui.i18n import LANGS
 from ui.options import gpu_ids, model_ids
 
@@ -85,8 +87,10 @@ def _field_rule(spec: FieldSpec) -> Rule:
     return Rule(max_chars=MAX_TEXT_CHARS)
 
 
-def widget_rules() -> dict[str, Rule]:
-    """Every widget key whose value the app reads, with what it may hold (the one place they are listed)."""
+@functools.cache
+def widget_rules() -> Mapping[str, Rule]:
+    """Every widget key whose value the app reads, with what it may hold (the one place they are listed). Made once
+    per process (the rules hold no session's data: their callables read the lists and the session when called)."""
     rules = {
         keys.LANG: Rule(lambda: LANGS, default=lambda: "en"),
         keys.PRESET: Rule(preset_ids, default=default_preset),
@@ -104,7 +108,7 @@ def widget_rules() -> dict[str, Rule]:
         spec = field(path)
         if spec is not None:
             rules[keys.field_key(path)] = _field_rule(spec)
-    return rules
+    return MappingProxyType(rules)
 
 
 _UNREADABLE = object()
@@ -127,7 +131,8 @@ def _preset_now() -> Scenario:
 def _preset_value(spec: FieldSpec) -> Any:
     """The selected preset's value of a scenario field (the field's default when the preset cannot be read)."""
     try:
-        value = scenario_flat(_preset_now()).get(spec.path)
+        preset = st.session_state.get(keys.PRESET)
+        value = preset_flat(preset if preset in preset_ids() else default_preset()).get(spec.path)
     except InputError:
         value = spec.default
     return coerce(spec, value)

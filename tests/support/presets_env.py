@@ -18,13 +18,16 @@ BROKEN_FILES = ("typo.yaml", "bomb.yaml", "latin1.yaml", "huge.yaml", "h100-80gb
 
 
 def clear_preset_caches() -> None:
-    """Clear the calculator's preset caches, the UI's option lists and Streamlit's data cache."""
+    """Clear the calculator's preset caches, the UI's option lists and preset lookups, its process-wide LRU (scenarios
+    validated from a preset) and Streamlit's data cache."""
     import streamlit as st
 
     from calculator.inputs.presets import clear_cache
-    from ui import options
+    from ui import cache, catalogue, options
 
     clear_cache()
+    catalogue.clear()
+    cache.CACHE.clear()
     options.gpu_ids.cache_clear()
     options.model_ids.cache_clear()
     st.cache_data.clear()

@@ -94,6 +94,30 @@ def test_every_preset_runs_and_matches_the_calculator(preset: str) -> None:
     assert at.get("plotly_chart"), "the memory chart is missing"
 
 
+@pytest.mark.parametrize("worst", [False, True])
+def test_breakdown_table_and_formulas_are_those_of_the_peak_phase(worst: bool) -> None:
+    """The breakdown table lists the peak phase's components with their GiB, and one expander shows every one of
+    their formulas, literally (code spans), with the component's explanation (issue #18 made them one element)."""
+    at = run_app(open_sections=False)
+    if worst:
+        at.segmented_control(key=keys.VIEW_CASE).set_value("worst").run()
+    r = estimate(load_scenario(DEFAULT_PRESET))
+    phases = r.worst_case_phases if worst else r.phases
+    peak = next(p for p in phases if p.name == (r.peak.worst_case_phase if worst else r.peak.phase))
+    table = at.dataframe[0].value
+    assert dict(zip(table[tr("en", "table.component")], table[tr("en", "table.gib")], strict=True)) == {
+        name: round(gib, 3) for name, gib in peak.components.items()
+    }
+    title = tr("en", "est.how_components", n=len(peak.components), phase=peak.name)
+    (box,) = [e for e in at.expander if e.label == title]
+    (text,) = [m.value for m in box.markdown]
+    for name, gib in peak.components.items():
+        formula = " + ".join(c.formula for c in peak.details if c.name == name)
+        assert f"**{name} — {gib:.2f} GiB**" in text
+        assert f"`{' '.join(formula.split())}`" in text
+    assert tr("en", "comp.actor_optimizer").replace("*", "\\*") in text
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_both_languages(lang: str) -> None:
     at = run_app({"lang": lang})

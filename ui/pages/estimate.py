@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from urllib.parse import urlencode
 
-import pandas as pd
 import streamlit as st
 
 from calculator import Report, placement_hint
@@ -13,7 +12,7 @@ from ui import cache, catalogue, figures, first_paint, inputs, keys, render, sta
 from ui.figures_time import step_time_figure, step_time_page_figure
 from ui.i18n import tr, tr_or
 from ui.placement import render_placement
-from ui.text import md, md_lines
+from ui.text import formula_list, md, md_lines
 
 L = state.lang()
 built = state.build_scenario()
@@ -22,7 +21,7 @@ built = state.build_scenario()
 first_screen = first_paint.first_screen_only() and built.scenario is not None
 if not first_screen:
     inputs.render_sidebar(built)
-state.sync_url(built)
+params = state.sync_url(built)  # the share link at the bottom too
 
 render.notices()
 if built.scenario is None:
@@ -103,9 +102,16 @@ with left:
     )
     phase = next(p for p in phases if p.name == (choice if choice in names else peak_name))
     rows = summary.breakdown_rows(phase, L)
-    df = pd.DataFrame(rows).drop(columns=[tr(L, "table.formula")])
+    formula_col = tr(L, "table.formula")
     st.dataframe(
-        df,
+        cache.cached_table(
+            "breakdown",
+            key,
+            lambda: [{k: v for k, v in r.items() if k != formula_col} for r in rows],
+            L,
+            worst,
+            phase.name,
+        ),
         hide_index=True,
         width="stretch",
         column_config={
@@ -114,15 +120,14 @@ with left:
         },
     )
     st.caption(tr(L, "est.phase_total", phase=phase.name, total=phase.total_gib, alloc=phase.trainer_allocated_gib))
+    # every component's formula in one element (an element costs the server ~0.25 ms a rerun; issue #18)
     st.markdown(f"**{tr(L, 'est.how')}**")
-    f_cols = st.columns(2)
-    for i, row in enumerate(rows):
-        name = row[tr(L, "table.component")]
-        with f_cols[i % 2], st.expander(f"{name} — {row[tr(L, 'table.gib')]:.2f} GiB"):
-            st.code(row[tr(L, "table.formula")] or "—", language=None, wrap_lines=True)
-            explanation = tr_or(L, f"comp.{name}", "")
-            if explanation:
-                st.caption(explanation)
+    with st.expander(tr(L, "est.how_components", n=len(rows), phase=phase.name)):
+        comp_col, gib_col = tr(L, "table.component"), tr(L, "table.gib")
+        items = [
+            (f"{r[comp_col]} — {r[gib_col]:.2f} GiB", r[formula_col], tr_or(L, f"comp.{r[comp_col]}", "")) for r in rows
+        ]
+        st.markdown(formula_list(items))
 
 with right:
     if report.time is not None and fig_time is None:  # the step cannot run: no time (calculator: time.reason)
@@ -146,7 +151,9 @@ with right:
             (tr(L, "est.ro.kv"), ro.kv_cache_gib_per_gpu),
         ]
         st.dataframe(
-            pd.DataFrame(budget_rows, columns=[tr(L, "est.ro.item"), "GiB / GPU"]),
+            cache.cached_table(
+                "rollout", key, lambda: [{tr(L, "est.ro.item"): n, "GiB / GPU": v} for n, v in budget_rows], L
+            ),
             hide_index=True,
             width="stretch",
             column_config={"GiB / GPU": st.column_config.NumberColumn(format="%.2f")},
@@ -187,9 +194,7 @@ with right:
             st.error(md_lines(ro.start_reasons, limit=1000), icon=":material/block:")
         if ro.formulas:
             with st.expander(tr(L, "est.how")):
-                for name, text in ro.formulas.items():
-                    st.markdown(f"**{name}**")
-                    st.code(text, language=None, wrap_lines=True)
+                st.markdown(formula_list([(name, text, "") for name, text in ro.formulas.items()]))
     if report.host is not None:  # host RAM per node (calculator.memory.host): a fit criterion too
         h = report.host
         with st.container(border=True):
@@ -203,7 +208,12 @@ with right:
             )
             st.markdown(f"{mark}**{title}**")
             st.dataframe(
-                pd.DataFrame(list(h.components.items()), columns=[tr(L, "est.ro.item"), "GiB / node"]),
+                cache.cached_table(
+                    "host",
+                    key,
+                    lambda: [{tr(L, "est.ro.item"): n, "GiB / node": v} for n, v in h.components.items()],
+                    L,
+                ),
                 hide_index=True,
                 width="stretch",
                 column_config={"GiB / node": st.column_config.NumberColumn(format="%.1f")},
@@ -266,6 +276,5 @@ with buttons[4]:
 if fig_time is not None:
     with buttons[5]:
         render.png_button(fig_time, keys.DL_PNG_TIME, f"step-time-{slug}", tr(L, "dl.png_time"), title)
-params = state.url_params(built)
 st.caption(tr(L, "est.share", n=len([k for k in params if "." in k]), preset=params.get("preset", "")))
 st.code("?" + urlencode(params), language=None, wrap_lines=True)

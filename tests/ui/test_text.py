@@ -57,6 +57,9 @@ def test_formula_list_has_one_item_per_formula_with_the_formula_as_code() -> Non
     tokens = PARSER.parse(markdown)
     assert sum(t.type == "list_item_open" for t in tokens) == 2
     inline = inline_tokens(markdown)
-    assert [t.content for t in inline if t.type == "code_inline"] == ["7.616e9 x 4 / 8", "[link](http://x.example) `tick`"]
+    assert [t.content for t in inline if t.type == "code_inline"] == [
+        "7.616e9 x 4 / 8",
+        "[link](http://x.example) `tick`",
+    ]
     assert not any(t.type in ("link_open", "image", "html_inline", "em_open") for t in inline)  # the note is escaped
     assert "The actor's master \\*parameters\\*." in markdown

@@ -15,6 +15,7 @@ def model_ids() -> list[str]:
     return sorted(models, key=lambda m: (models[m].family, models[m].published_params))
 
 
+@functools.lru_cache(maxsize=1024)  # an option list asks for every label on every rerun
 def model_label(model_id: str) -> str:
     m = model_presets(strict=False).get(model_id)
     if m is None:
@@ -33,6 +34,7 @@ def gpu_ids() -> list[str]:
     return sorted(gpus, key=lambda g: (-gpus[g].usable_memory_gib, gpus[g].name))
 
 
+@functools.lru_cache(maxsize=1024)
 def gpu_label(gpu_id: str) -> str:
     g = gpu_presets(strict=False).get(gpu_id)
     return f"{g.name} · {g.usable_memory_gib:g} GiB" if g else gpu_id

@@ -30,6 +30,8 @@ def clear_preset_caches() -> None:
     cache.CACHE.clear()
     options.gpu_ids.cache_clear()
     options.model_ids.cache_clear()
+    options.model_label.cache_clear()
+    options.gpu_label.cache_clear()
     st.cache_data.clear()
 
 

@@ -226,8 +226,10 @@ with right:
 st.markdown(f"#### {tr(L, 'est.export')}")
 base = catalogue.base_scenario()
 slug = (report.model.name + "-" + report.hardware.gpu).replace(" ", "_").replace("/", "_")[:60]
-buttons = st.columns(6 if fig_time is not None else 5)
-with buttons[0]:
+title = f"{summary.title(scenario, report, base)} · {algo}"
+case_note = tr(L, "png.case.worst" if worst else "png.case.expected")
+# one horizontal container, not a column per button (7 elements to the browser instead of 13; issue #18)
+with st.container(horizontal=True, gap="small"):
     st.download_button(
         tr(L, "dl.yaml"),
         data=lambda: summary.scenario_yaml(scenario),  # built on click (deferred), not every rerun
@@ -238,7 +240,6 @@ with buttons[0]:
         icon=":material/description:",
         width="stretch",
     )
-with buttons[1]:
     st.download_button(
         tr(L, "dl.json"),
         data=lambda: json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False),
@@ -249,7 +250,6 @@ with buttons[1]:
         icon=":material/data_object:",
         width="stretch",
     )
-with buttons[2]:
     st.download_button(
         tr(L, "dl.md"),
         data=lambda: summary.markdown_summary(scenario, report, L, algorithm=algo, base=base),
@@ -260,9 +260,6 @@ with buttons[2]:
         icon=":material/article:",
         width="stretch",
     )
-title = f"{summary.title(scenario, report, base)} · {algo}"
-case_note = tr(L, "png.case.worst" if worst else "png.case.expected")
-with buttons[3]:
     render.png_button(
         fig_components,
         keys.DL_PNG_COMPONENTS,
@@ -271,10 +268,8 @@ with buttons[3]:
         title,
         case_note,
     )
-with buttons[4]:
     render.png_button(fig_roles, keys.DL_PNG_ROLES, f"memory-roles-{slug}", tr(L, "dl.png_roles"), title, case_note)
-if fig_time is not None:
-    with buttons[5]:
+    if fig_time is not None:
         render.png_button(fig_time, keys.DL_PNG_TIME, f"step-time-{slug}", tr(L, "dl.png_time"), title)
 st.caption(tr(L, "est.share", n=len([k for k in params if "." in k]), preset=params.get("preset", "")))
 st.code("?" + urlencode(params), language=None, wrap_lines=True)

@@ -269,13 +269,6 @@ def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
     n_fit = sum(sg.fits for sg in suggestions)
     with st.expander(tr(L, "adv.title", n=len(suggestions), fit=n_fit), expanded=True, icon=":material/build:"):
         st.caption(tr(L, "adv.caption"))
-        head = st.columns([5, 2, 2, 2, 2])
-        for col, text in zip(
-            head,
-            [tr(L, "adv.change"), tr(L, "adv.peak_after"), tr(L, "adv.saving"), tr(L, "adv.time"), ""],
-            strict=True,
-        ):
-            col.markdown(f"<span style='color:#607d8b;font-size:0.85rem'>{text}</span>", unsafe_allow_html=True)
         shown = suggestions[:limit]
         if len(suggestions) > limit and st.toggle(tr(L, "adv.show_all", n=len(suggestions)), key="adv_show_all"):
             shown = suggestions
@@ -284,35 +277,41 @@ def advice(scenario: Scenario, report: Report, limit: int = 6) -> None:
 
 
 def _advice_row(i: int, sg: Suggestion) -> None:
-    """One option: fits / helps / does not help, peak after, saving, step time (— when it cannot run), Apply."""
+    """One option: fits / helps / does not help, then peak after, saving and step time (— when it cannot run) on a
+    second line, and Apply. Three elements a row (a row of five columns was eleven, ~80 for the table: issue #18)."""
     L = state.lang()
-    c = st.columns([5, 2, 2, 2, 2], vertical_alignment="center")
     if sg.fits:
         mark = ":green[:material/check_circle:]"
     elif sg.helps:
         mark = ":orange[:material/remove_circle:]"
     else:
         mark = ":grey[:material/block:]"
-    why = "\n".join(f"- {x}" for x in sg.fit.reasons)
-    c[0].markdown(
-        f"{mark} **{md(lever_title(sg.lever, sg.title, L))}**",
-        help=f"{sg.explanation}\n\n" + "\n".join(f"`{o}`" for o in sg.verl_overrides) + (f"\n\n{why}" if why else ""),
-    )
-    c[1].markdown(f"{sg.peak_gib_per_gpu:.2f} GiB")
-    c[2].markdown(f"−{sg.saving_gib:.2f} GiB" if sg.saving_gib >= 0 else f"+{-sg.saving_gib:.2f} GiB")
+    saving = f"−{sg.saving_gib:.2f} GiB" if sg.saving_gib >= 0 else f"+{-sg.saving_gib:.2f} GiB"
     if sg.added_step_s is not None:
-        c[3].markdown(f"{sg.added_step_s:+.1f} s")
+        step = f"{sg.added_step_s:+.1f} s"
     elif sg.step_s is not None:  # the current scenario cannot run: no delta, the option's own step time
-        c[3].markdown(f"{sg.step_s:,.1f} s")
+        step = f"{sg.step_s:,.1f} s"
     else:
-        c[3].markdown("—")
-    c[4].button(
-        tr(L, "adv.apply"),
-        key=f"adv_apply_{i}",
-        on_click=apply_changes,
-        args=(dict(sg.native_changes),),
-        width="stretch",
+        step = "—"
+    figures = (
+        f"{tr(L, 'adv.peak_after')} {sg.peak_gib_per_gpu:.2f} GiB · {tr(L, 'adv.saving')} {saving} · "
+        f"{tr(L, 'adv.time')} {step}"
     )
+    why = "\n".join(f"- {x}" for x in sg.fit.reasons)
+    overrides = "\n".join(f"`{o}`" for o in sg.verl_overrides)
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.markdown(
+            f"{mark} **{md(lever_title(sg.lever, sg.title, L))}**  \n:grey[{figures}]",
+            help=f"{sg.explanation}\n\n{overrides}" + (f"\n\n{why}" if why else ""),
+            width="stretch",  # the Apply buttons line up on the right
+        )
+        st.button(
+            tr(L, "adv.apply"),
+            key=f"adv_apply_{i}",
+            on_click=apply_changes,
+            args=(dict(sg.native_changes),),
+            width="content",
+        )
 
 
 def scenario_caption(report: Report, algorithm: str) -> str:

@@ -105,9 +105,11 @@ def test_advisor_lists_fitting_options_first_and_all_are_reachable() -> None:
     apply = [b for b in at.button if b.key and b.key.startswith("adv_apply_")]
     assert len(apply) == 6
     rows = [m.value for m in at.markdown if m.value.startswith((":green[", ":orange[", ":grey["))]
-    assert rows[: min(n_fit, 6)] == [
+    assert [r.split("  \n")[0] for r in rows[: min(n_fit, 6)]] == [
         ":green[:material/check_circle:] **" + s.title + "**" for s in advice.suggestions[: min(n_fit, 6)]
     ]
+    first = advice.suggestions[0]  # its figures on the row's second line
+    assert f"{tr('en', 'adv.peak_after')} {first.peak_gib_per_gpu:.2f} GiB" in rows[0]
     at.toggle(key="adv_show_all").set_value(True).run()
     assert not at.exception
     assert len([b for b in at.button if b.key and b.key.startswith("adv_apply_")]) == n

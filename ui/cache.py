@@ -8,8 +8,8 @@ Values are shared between sessions and threads, so they must never be changed: a
 model, and a figure is finished by its maker (layout included) before it is stored; views only read it
 (``st.plotly_chart`` serialises it; ``render.png_button`` copies it before adding a title).
 
-The LRU is bounded (``MAX_ENTRIES``) and guarded by a lock; a value is computed outside the lock (two
-sessions missing the same key at once both compute it; the results are equal).
+The LRU is bounded (``MAX_ENTRIES``) and guarded by a lock; a value is computed outside the lock, once: a session
+that misses a key another session is computing waits for that result (``BoundedLru``).
 
 ``st.plotly_chart`` turns its figure into a plain dict on every rerun (``plotly.tools.return_figure_from_figure_or_data``
 calls ``Figure.to_dict()``, a deep copy of the whole figure: 4.3 ms for the memory chart, 2.5 ms for the role chart on
@@ -35,29 +35,54 @@ T = TypeVar("T")
 MAX_ENTRIES = 512  # estimates and figures together; a Report and its 3 figures are ~0.5 MB
 
 
+WAIT_S = 60.0  # a thread waiting for another's computation of the same key gives up after this and computes it
+
+
 class BoundedLru:
-    """A thread-safe least-recently-used map of at most ``max_entries`` values."""
+    """A thread-safe least-recently-used map of at most ``max_entries`` values.
+
+    One computation per key at a time: a thread that misses a key another thread is already computing waits for that
+    result instead of computing it again. Sessions that change to the same new scenario together (a team trying the
+    same settings, the load test's users) would otherwise each build its estimate and figures at once, and their
+    reruns would queue behind the copies (issue #18). If the computing thread fails, a waiter computes the value
+    itself (and meets the same error); after ``WAIT_S`` a waiter stops waiting and computes it too.
+    """
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
         self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._pending: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.waits = 0
 
     def get_or_make(self, key: Hashable, make: Callable[[], T]) -> T:
-        with self._lock:
-            if key in self._data:
+        while True:
+            with self._lock:
+                if key in self._data:
+                    self._data.move_to_end(key)
+                    self.hits += 1
+                    return self._data[key]  # type: ignore[no-any-return]
+                pending = self._pending.get(key)
+                if pending is None:  # nobody is computing it: this thread does
+                    done = self._pending[key] = threading.Event()
+                    self.misses += 1
+                    break
+                self.waits += 1
+            if not pending.wait(WAIT_S):  # another thread computes it: wait, then look again
+                return make()  # stuck (e.g. a computation that never ends): compute it here, store nothing
+        try:
+            value = make()
+            with self._lock:
+                self._data[key] = value
                 self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]  # type: ignore[no-any-return]
-            self.misses += 1
-        value = make()
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
+                while len(self._data) > self.max_entries:
+                    self._data.popitem(last=False)
+        finally:
+            with self._lock:
+                del self._pending[key]
+            done.set()
         return value
 
     def __len__(self) -> int:

@@ -43,6 +43,84 @@ def test_lru_from_many_threads_stays_bounded_and_consistent():
     assert len(lru) == 8
 
 
+def test_a_key_being_made_is_made_once_and_the_others_wait_for_it():
+    """Sessions missing the same new scenario together: one computes, the rest wait and get the same object."""
+    lru = BoundedLru(8)
+    started, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow() -> object:
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return object()
+
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(lru.get_or_make("k", slow)))
+    first.start()
+    assert started.wait(10)
+    others = [threading.Thread(target=lambda: got.append(lru.get_or_make("k", slow))) for _ in range(4)]
+    for t in others:
+        t.start()
+    while lru.waits < 4:  # all four are waiting for the first one's value
+        threading.Event().wait(0.01)
+    release.set()
+    for t in [first, *others]:
+        t.join(10)
+    assert len(calls) == 1 and len(got) == 5 and all(v is got[0] for v in got)
+    assert (lru.misses, lru.hits, lru.waits) == (1, 4, 4)
+
+
+def test_a_failed_computation_is_not_stored_and_a_waiter_computes_it_again():
+    lru = BoundedLru(8)
+    started, release = threading.Event(), threading.Event()
+
+    def failing() -> int:
+        started.set()
+        release.wait(10)
+        raise ValueError("boom")
+
+    errors: list[Exception] = []
+    values: list[int] = []
+
+    def first() -> None:
+        try:
+            lru.get_or_make("k", failing)
+        except ValueError as exc:
+            errors.append(exc)
+
+    t1 = threading.Thread(target=first)
+    t1.start()
+    assert started.wait(10)
+    t2 = threading.Thread(target=lambda: values.append(lru.get_or_make("k", lambda: 7)))
+    t2.start()
+    while lru.waits < 1:
+        threading.Event().wait(0.01)
+    release.set()
+    t1.join(10)
+    t2.join(10)
+    assert [str(e) for e in errors] == ["boom"] and values == [7] and lru.get_or_make("k", lambda: 8) == 7
+
+
+def test_a_waiter_gives_up_after_wait_s_and_computes_it_itself(monkeypatch):
+    monkeypatch.setattr(cache, "WAIT_S", 0.05)
+    lru = BoundedLru(8)
+    started, release = threading.Event(), threading.Event()
+
+    def stuck() -> str:
+        started.set()
+        release.wait(10)
+        return "slow"
+
+    t = threading.Thread(target=lambda: lru.get_or_make("k", stuck))
+    t.start()
+    assert started.wait(10)
+    assert lru.get_or_make("k", lambda: "own") == "own"  # did not wait for the stuck one
+    release.set()
+    t.join(10)
+    assert lru.get_or_make("k", lambda: "again") == "slow"
+
+
 def test_estimate_is_shared_by_equal_scenarios_and_equals_the_calculator():
     cache.CACHE.clear()
     a = load_scenario("qwen2.5-7b-grpo-8xh100", overrides={"rollout.n": 7})

@@ -10,6 +10,8 @@ per mechanism (``TERM_COLORS``) so every chart and page agrees.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -131,7 +133,7 @@ def term_color(name: str) -> str:
     return TERM_COLORS.get(name, _FALLBACK[sum(map(ord, name)) % len(_FALLBACK)])
 
 
-def _layout(fig: go.Figure, title: str, height: int, *, legend_right: bool = False) -> None:
+def _layout_dict(title: str, height: int, *, legend_right: bool = False) -> dict:
     legend = (
         dict(
             orientation="v", x=1.02, xanchor="left", y=1.0, yanchor="top", groupclick="toggleitem", traceorder="grouped"
@@ -139,7 +141,7 @@ def _layout(fig: go.Figure, title: str, height: int, *, legend_right: bool = Fal
         if legend_right
         else dict(orientation="h", yanchor="top", y=-0.15, x=0.0)
     )
-    fig.update_layout(
+    return dict(
         title=dict(text=title, x=0.0, xanchor="left"),
         font=FONT,
         height=height,
@@ -150,30 +152,46 @@ def _layout(fig: go.Figure, title: str, height: int, *, legend_right: bool = Fal
     )
 
 
+def _layout(fig: go.Figure, title: str, height: int, *, legend_right: bool = False) -> None:
+    fig.update_layout(**_layout_dict(title, height, legend_right=legend_right))
+
+
+@functools.cache
+def _two_rows() -> dict:
+    """The axes of the step-time figure's two rows (step on top, phases below) as ``make_subplots`` lays them out.
+    Made once: ``make_subplots`` builds and validates a whole figure."""
+    layout = make_subplots(rows=2, cols=1, row_heights=[0.22, 0.78], vertical_spacing=0.08).to_dict()["layout"]
+    return {k: layout[k] for k in ("xaxis", "yaxis", "xaxis2", "yaxis2")}
+
+
 def step_time_figure(report: Report, *, lang: str = "en") -> go.Figure:
-    """Step stacked by phase (top row) and each phase stacked by mechanism (bottom row), seconds."""
+    """Step stacked by phase (top row) and each phase stacked by mechanism (bottom row), seconds.
+
+    Built as plain dicts and validated once by ``go.Figure`` (trace by trace with ``add_trace`` and
+    ``update_layout`` it took ~90 ms of a new scenario's first rerun; issue #18)."""
     t = report.time
     if t is None:
         raise ValueError("report has no time estimate (estimate(..., with_time=True))")
     phases = [p for p in PHASE_ORDER if p in t.phases_s] + [p for p in t.phases_s if p not in PHASE_ORDER]
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.22, 0.78], vertical_spacing=0.08, shared_xaxes=False)
+    traces: list[dict] = []
     for p in phases:
         sec = t.phases_s[p]
         terms = "<br>".join(f"{k}: {v:.2f} s" for k, v in t.terms_s.get(p, {}).items() if v > 0)
-        fig.add_trace(
-            go.Bar(
+        traces.append(
+            dict(
+                type="bar",
                 y=[_t(lang, "step")],
                 x=[sec],
                 name=p,
                 orientation="h",
-                marker_color=phase_color(p),
+                marker=dict(color=phase_color(p)),
                 legendgroup="phases",
-                legendgrouptitle_text=_t(lang, "phases"),
+                legendgrouptitle=dict(text=_t(lang, "phases")),
                 hovertemplate=f"<b>{p}</b>: {sec:.2f} s ({100 * sec / t.step_s if t.step_s else 0:.0f}%)<br>{terms}"
                 "<extra></extra>",
-            ),
-            row=1,
-            col=1,
+                xaxis="x",
+                yaxis="y",
+            )
         )
     term_names: list[str] = []
     for p in phases:
@@ -184,26 +202,28 @@ def step_time_figure(report: Report, *, lang: str = "en") -> go.Figure:
         xs = [t.terms_s.get(p, {}).get(k, 0.0) for p in phases]
         if not any(xs):
             continue
-        fig.add_trace(
-            go.Bar(
+        traces.append(
+            dict(
+                type="bar",
                 y=phases,
                 x=xs,
                 name=k,
                 orientation="h",
-                marker_color=term_color(k),
+                marker=dict(color=term_color(k)),
                 legendgroup="terms",
-                legendgrouptitle_text=_t(lang, "by_mechanism"),
+                legendgrouptitle=dict(text=_t(lang, "by_mechanism")),
                 customdata=[_wrap(t.term_formulas.get(p, {}).get(k, "")) for p in phases],
                 hovertemplate=f"<b>%{{y}}</b> · {k}: %{{x:.2f}} s<br>%{{customdata}}<extra></extra>",
-            ),
-            row=2,
-            col=1,
+                xaxis="x2",
+                yaxis="y2",
+            )
         )
-    fig.update_yaxes(autorange="reversed", row=2, col=1)
-    fig.update_xaxes(title_text=_t(lang, "seconds"), row=2, col=1)
+    layout = copy.deepcopy(_two_rows())
+    layout["xaxis2"]["title"] = dict(text=_t(lang, "seconds"))
+    layout["yaxis2"]["autorange"] = "reversed"
     title = _t(lang, "step_title", s=t.step_s, tps=t.tokens_per_s, tpg=t.tokens_per_s_per_gpu)
-    _layout(fig, title, height=260 + 45 * len(phases), legend_right=True)
-    return fig
+    layout.update(_layout_dict(title, height=260 + 45 * len(phases), legend_right=True))
+    return go.Figure(data=traces, layout=layout)
 
 
 def _wrap(text: str, width: int = 90) -> str:
@@ -221,27 +241,27 @@ def step_time_page_figure(fig: go.Figure) -> go.Figure:
     """A copy of :func:`step_time_figure` for a narrow page column: no title (the page prints the total above
     it), the legend below in two columns and the figure tall enough that plotly never turns the legend into a
     scroll box hiding entries (it caps a legend at about half the figure's height)."""
-    out = go.Figure(fig)
-    entries = [t for t in out.data if t.showlegend is not False]
+    entries = [t for t in fig.data if t.showlegend is not False]
     groups = {t.legendgroup for t in entries}
     rows = sum(-(-sum(1 for t in entries if t.legendgroup == g) // 2) for g in groups)
     legend_px = 22 * rows + 24 * len(groups) + 20
-    out.update_layout(
-        title=None,
-        margin=dict(l=10, r=10, t=10, b=10),
-        legend=dict(
-            orientation="h",
-            x=0,
-            xanchor="left",
-            y=-0.12,
-            yanchor="top",
-            font=dict(size=11),
-            entrywidth=0.5,
-            entrywidthmode="fraction",
-        ),
-        height=(fig.layout.height or 400) + 2 * legend_px,
+    spec = fig.to_dict()  # a copy, changed here and validated once by go.Figure (go.Figure(fig) + update_layout: twice)
+    layout = spec["layout"]
+    layout.pop("title", None)  # no title: the page prints the total above the chart
+    layout["margin"] = dict(l=10, r=10, t=10, b=10)
+    layout["legend"] = dict(
+        layout.get("legend", {}),  # keeps the grouping of the full figure's legend
+        orientation="h",
+        x=0,
+        xanchor="left",
+        y=-0.12,
+        yanchor="top",
+        font=dict(size=11),
+        entrywidth=0.5,
+        entrywidthmode="fraction",
     )
-    return out
+    layout["height"] = (fig.layout.height or 400) + 2 * legend_px
+    return go.Figure(spec)
 
 
 def variant_text(settings: dict, lang: str = "en") -> str:

@@ -36,6 +36,7 @@ class LoadResult:
     changes: int
     period_s: float
     latencies_s: list[float] = field(default_factory=list)
+    first_change_s: list[float] = field(default_factory=list)  # each user's first change (also in latencies_s)
     first_load_s: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     server_cpu_s: float = 0.0
@@ -45,12 +46,21 @@ class LoadResult:
         xs = sorted(self.latencies_s)
         return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
+    def _later_p95(self) -> float:
+        later = list(self.latencies_s)
+        for x in self.first_change_s:
+            later.remove(x)
+        later.sort()
+        return later[min(len(later) - 1, int(0.95 * len(later)))] if later else float("nan")
+
     def summary(self) -> str:
         lat = self.latencies_s
         return (
             f"{self.users} users x {self.changes} changes every {self.period_s:g} s: "
             f"p50 {self.quantile(0.5):.3f} s, p95 {self.quantile(0.95):.3f} s, max {max(lat, default=0):.3f} s, "
-            f"errors {len(self.errors)}; first load median {statistics.median(self.first_load_s or [0]):.2f} s; "
+            f"errors {len(self.errors)}; the users' first changes (together, new scenarios for the server) median "
+            f"{statistics.median(self.first_change_s or [0]):.3f} s, later changes p95 {self._later_p95():.3f} s; "
+            f"first load median {statistics.median(self.first_load_s or [0]):.2f} s; "
             f"server CPU {self.server_cpu_s:.1f} s over {self.wall_s:.1f} s "
             f"({self.server_cpu_s / max(1, len(lat)) * 1000:.0f} ms per rerun)"
         )
@@ -109,6 +119,8 @@ async def _user(url: str, i: int, res: LoadResult, ready: asyncio.Barrier, peaks
                 t = time.perf_counter()
                 page = await s.run([s.state(keys.NUM_GPUS, int_value=n)])
                 res.latencies_s.append(time.perf_counter() - t)
+                if c == 0:
+                    res.first_change_s.append(res.latencies_s[-1])
                 problem = _problem(page, peaks[n])
                 if problem:
                     res.errors.append(f"user {i}, change {c} (GPUs {n}): {problem}")

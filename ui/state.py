@@ -399,6 +399,23 @@ def current_overrides() -> tuple[dict[str, Any], list[str], str]:
     return overrides, problems, note
 
 
+MAX_CACHED_OVERRIDES_CHARS = 64 * 1024  # a pasted config.json can be 2 MiB: such a scenario is not kept in the LRU
+
+
+def _validated(preset: str, overrides: dict[str, Any]) -> Scenario:
+    """``load_scenario(preset, overrides)``, validated once per (preset, overrides) in the process (a Scenario is
+    frozen and shared like the estimate); overrides longer than ``MAX_CACHED_OVERRIDES_CHARS`` are validated on every
+    run rather than held in the LRU (512 of them would be a GiB)."""
+    text = repr(sorted(overrides.items()))
+
+    def make() -> Scenario:
+        return load_scenario(scenario_preset(preset), overrides=overrides)
+
+    return (
+        cache.CACHE.get_or_make(("scenario", preset, text), make) if len(text) <= MAX_CACHED_OVERRIDES_CHARS else make()
+    )
+
+
 def build_scenario() -> Built:
     """Read the inputs -> native overrides -> ``load_scenario(preset, overrides)``; never raises."""
     preset = st.session_state.get(keys.PRESET) or default_preset()
@@ -408,11 +425,7 @@ def build_scenario() -> Built:
     if built.problems:
         return built
     try:
-        # validated once per (preset, overrides) in the process (the Scenario is frozen, shared like the estimate)
-        built.scenario = cache.CACHE.get_or_make(
-            ("scenario", preset, repr(sorted(overrides.items()))),
-            lambda: load_scenario(scenario_preset(preset), overrides=overrides),
-        )
+        built.scenario = _validated(preset, overrides)
     except InputError as err:
         built.problems = list(err.problems)
     except Exception as exc:  # the page must never show a traceback

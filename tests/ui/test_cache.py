@@ -164,3 +164,22 @@ def test_chart_spec_is_the_figures_dict_made_once_and_streamlit_sends_the_same_b
         assert plotly.io.to_json(sent, validate=False) == plotly.io.to_json(direct, validate=False)
     other = figures.memory_figure(report)
     assert cache.chart_spec(other) is not cache.chart_spec(fig)  # per figure object, never shared by equality
+
+
+def test_a_scenario_is_validated_once_per_preset_and_overrides_unless_they_are_huge():
+    from calculator.inputs.presets import get_model
+    from ui import state
+
+    preset = "qwen2.5-7b-grpo-8xh100"
+    cache.CACHE.clear()
+    small = {"hardware.num_gpus": 16}
+    first = state._validated(preset, small)
+    assert state._validated(preset, dict(small)) is first  # equal overrides: the same frozen Scenario
+    assert first == load_scenario(preset, overrides=small)
+    assert state._validated(preset, {"hardware.num_gpus": 8}) is not first
+    # a pasted config.json can be 2 MiB: such overrides are validated every time, never held in the LRU
+    config = {**get_model("qwen2.5-7b").config, "padding": "x" * state.MAX_CACHED_OVERRIDES_CHARS}
+    huge = {"model.config": config}
+    entries = len(cache.CACHE)
+    a, b = state._validated(preset, huge), state._validated(preset, huge)
+    assert a is not b and a == b and len(cache.CACHE) == entries

@@ -2,8 +2,8 @@
 (issue #18: a rerun after a widget change should cost the server a few milliseconds, and 20 people changing
 widgets should not queue behind each other's plotly figures).
 
-Keys are the scenario's canonical JSON (``Scenario.model_dump_json()``: every field, fixed order, ~0.06 ms),
-so two sessions with the same scenario share one entry, and a value is only ever computed from its key.
+Keys are the SHA-256 of the scenario's canonical JSON (``Scenario.model_dump_json()``: every field, fixed order,
+~0.06 ms), so two sessions with the same scenario share one entry, and a value is only ever computed from its key.
 Values are shared between sessions and threads, so they must never be changed: a ``Report`` is a frozen
 model, and a figure is finished by its maker (layout included) before it is stored; views only read it
 (``st.plotly_chart`` serialises it; ``render.png_button`` copies it before adding a title).
@@ -20,6 +20,7 @@ before, so the page receives the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -105,8 +106,10 @@ PLANS = BoundedLru(16)
 
 
 def scenario_key(scenario: Scenario) -> str:
-    """The scenario's canonical JSON: equal scenarios, equal keys."""
-    return scenario.model_dump_json()
+    """The SHA-256 of the scenario's canonical JSON: equal scenarios, equal keys. Hashed so that a key is 64
+    characters whatever the scenario holds (a pasted config.json can make its JSON 2 MiB, and the LRUs keep 512 + 48
+    keys, several per scenario)."""
+    return hashlib.sha256(scenario.model_dump_json().encode()).hexdigest()
 
 
 def cached_estimate(scenario: Scenario, key: str | None = None) -> Report:

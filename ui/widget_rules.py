@@ -122,17 +122,21 @@ def _read(key: str) -> Any:
         return _UNREADABLE
 
 
+def _preset_id_now() -> str:
+    """The selected preset (the default one when the selection is not a preset)."""
+    preset = st.session_state.get(keys.PRESET)
+    return preset if preset in preset_ids() else default_preset()
+
+
 def _preset_now() -> Scenario:
     """The scenario of the selected preset (the default one when the selection is not a preset)."""
-    preset = st.session_state.get(keys.PRESET)
-    return preset_scenario(preset if preset in preset_ids() else default_preset())
+    return preset_scenario(_preset_id_now())
 
 
 def _preset_value(spec: FieldSpec) -> Any:
     """The selected preset's value of a scenario field (the field's default when the preset cannot be read)."""
     try:
-        preset = st.session_state.get(keys.PRESET)
-        value = preset_flat(preset if preset in preset_ids() else default_preset()).get(spec.path)
+        value = preset_flat(_preset_id_now()).get(spec.path)
     except InputError:
         value = spec.default
     return coerce(spec, value)

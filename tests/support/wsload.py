@@ -42,16 +42,16 @@ class LoadResult:
     server_cpu_s: float = 0.0
     wall_s: float = 0.0
 
-    def quantile(self, q: float) -> float:
-        xs = sorted(self.latencies_s)
+    def quantile(self, q: float, latencies_s: list[float] | None = None) -> float:
+        """The ``q`` quantile of ``latencies_s`` (every change's by default)."""
+        xs = sorted(self.latencies_s if latencies_s is None else latencies_s)
         return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
     def _later_p95(self) -> float:
         later = list(self.latencies_s)
         for x in self.first_change_s:
             later.remove(x)
-        later.sort()
-        return later[min(len(later) - 1, int(0.95 * len(later)))] if later else float("nan")
+        return self.quantile(0.95, later)
 
     def summary(self) -> str:
         lat = self.latencies_s

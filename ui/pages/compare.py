@@ -272,10 +272,9 @@ for i, col in enumerate(columns):
 
 if len(items) >= 1:
     st.markdown(f"#### {tr(L, 'cmp.chart')}")
-    # Cached by the columns' labels and scenarios (the figure is a function of them and the language; ui/cache.py).
-    fig_key = json.dumps(
-        [[label, cache.scenario_key(s)] for label, s, _ in items]
-    )  # unambiguous whatever a label holds
+    # Cached by the columns' labels and scenarios (the figure is a function of them and the language; ui/cache.py);
+    # their JSON is unambiguous whatever a label holds.
+    fig_key = json.dumps([[label, cache.scenario_key(s)] for label, s, _ in items])
     fig = cache.cached_figure(
         "comparison", fig_key, lambda: figures.comparison_figure([(label, r) for label, _, r in items], lang=L), L
     )

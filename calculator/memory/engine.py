@@ -143,7 +143,8 @@ def engine_budget(
     (verl <= 0.8) captured the graphs after sizing the KV cache, on top of the budget."""
     tp = settings.tp
     weights, weights_formula = rollout_weight_bytes(arch, settings, num_params)
-    act = profile_activation_bytes(arch, settings, ov)
+    profile = profile_run(arch, settings)
+    act = profile.peak_bytes  # profile_activation_bytes, with its formula below
     non_torch = int(ov.vllm_non_torch_gib * GIB_BYTES)
     graphs = cuda_graph_bytes(arch, settings, ov)
     kv_tok = arch.kv_cache_bytes_per_token(settings.kv_dtype_bytes, tp)
@@ -174,7 +175,7 @@ def engine_budget(
         )
     blocks = max(0, kv) // (BLOCK_SIZE_TOKENS * kv_tok) if kv_tok else 0
     f["rollout_weights"] = weights_formula
-    f["rollout_activations"] = profile_run(arch, settings).formula
+    f["rollout_activations"] = profile.formula
     f["rollout_non_torch"] = (
         f"vLLM non-torch growth during profiling, {ov.vllm_non_torch_gib} GiB (overheads.vllm_non_torch_gib)"
     )

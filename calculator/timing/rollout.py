@@ -335,6 +335,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
     prefill_steps = math.ceil(seqs * prompt / max(es.max_num_batched_tokens, 1))
     wave = min(seqs, max(1, c_kv))
     d = _decode(step, dist, seqs, wave, prompt)
+    lengths_text = dist.describe()  # in the long-tail note and the formula
     terms = {
         "prefill": prefill_s + prefill_slow,
         "decode": d["decode"],
@@ -350,7 +351,7 @@ def rollout_time(ctx: Context) -> PhaseTime:
         f"{s.efficiency.decode_step_host_us_per_seq:g} us x {wave} sequences) of vLLM scheduler/sampler CPU time, plus "
         f"the shrinking last wave and {prefill_steps} prefill steps",
         "long_tail": f"decode past the mean response ({dist.mean:,.0f} tokens) while the last wave of {wave} empties; "
-        f"lengths: {dist.describe()}",
+        f"lengths: {lengths_text}",
         "ep_all_to_all": f"EP {step.ep} over TP {step.tp} x DP {step.dp}: per MoE layer a dispatch (all-gather) and a "
         f"combine (reduce-scatter) of the other DP ranks' tokens, {fmt_s(step.a2a_fixed)} latency per step + "
         f"{step.a2a_per_seq * 1e6:.3g} us per sequence",
@@ -361,7 +362,9 @@ def rollout_time(ctx: Context) -> PhaseTime:
     }
     return PhaseTime(
         terms=terms,
-        formula=_rollout_formula(ctx, step, dist, seqs, wave, prefill_s + prefill_slow, d, full_step_ms),
+        formula=_rollout_formula(
+            ctx, step, dist, seqs, wave, prefill_s + prefill_slow, d, full_step_ms, c_kv, lengths_text
+        ),
         model_flops=prefill_flops * ctx.r.num_replicas,
         extra={
             "concurrency": float(c_kv),
@@ -381,9 +384,11 @@ def _rollout_formula(
     prefill_s: float,
     d: dict[str, float],
     full_step_ms: float,
+    c_kv: int,
+    lengths_text: str,
 ) -> str:
+    """The rollout's formula text; ``c_kv`` is ``concurrency(ctx)`` and ``lengths_text`` ``dist.describe()``."""
     s = ctx.s
-    c_kv = concurrency(ctx)
     w_gib = step.weight_bytes(wave) / 2**30
     note = "" if c_kv > 0 else " KV cache holds no full sequence: time shown for one sequence at a time."
     launch_s = d["host_launch"]
@@ -395,7 +400,7 @@ def _rollout_formula(
         f"{w_gib:.2f} GiB weights + KV {wave} x {d['steady_ctx']:.0f} tok x {step.kv_per_token:,} B) / "
         f"({ctx.gpu.hbm_bandwidth_gb_per_s:g} GB/s x {s.efficiency.decode_hbm_efficiency:.0%}), compute) = "
         f"{full_step_ms:.2f} ms incl. TP all-reduce, host launch and engine CPU time; {d['steady_steps']:.0f} "
-        f"full-batch steps, then a last wave of {wave} to {dist.longest:.0f} tokens (response lengths: {dist.describe()}): "
+        f"full-batch steps, then a last wave of {wave} to {dist.longest:.0f} tokens (response lengths: {lengths_text}): "
         f"decode {fmt_s(d['decode'])}, long tail past the mean {fmt_s(d['long_tail'])}, "
         f"all-reduce {fmt_s(d['tp_allreduce'])}, engine CPU {fmt_s(d['engine_host'])}"
         + (

@@ -197,7 +197,8 @@ def measure_saved_bytes(
       logits_bytes      nbytes of the logits tensor (output, not necessarily saved)
       logits_dtype
       param_saved_bytes bytes of parameter storages referenced by the graph (not activations)
-      layer0_ops        {"module:GradFn": bytes} for layer 0 (ckpt off) / input tensors (ckpt on)
+      layer0_ops        {"module:GradFn": bytes} for layer 0 (ckpt off) / input tensors (ckpt on; the other
+                        regions' op names are not looked up under checkpointing)
       layer_ops_by_layer {i: {...}} same for every layer
       post_ops, pre_ops, shared_ops   same for the other regions
       loss_bytes, loss_ops  (include_loss=True: what the loss saves after lm_head)
@@ -351,7 +352,10 @@ def measure_saved_bytes(
     if loss is not None:
         roots.append(loss.grad_fn)
     key_to_node: dict = {}
-    for node in _walk_graph(roots):
+    # Under non-reentrant checkpointing every read of a node's saved tensors runs torch.utils.checkpoint's
+    # unpack_hook, i.e. recomputes the whole layer (~0.04 s each, ~3 s a model): the op names are diagnostics
+    # only (the bytes come from the pack hook above), so they are not looked up there.
+    for node in () if gradient_checkpointing else _walk_graph(roots):
         try:
             seq = node._sequence_nr()
         except Exception:
@@ -373,7 +377,7 @@ def measure_saved_bytes(
         region = ent["first_region"] if len(regs) == 1 else "shared"
         ent["region"] = region
         region_bytes[region] += ent["nbytes"]
-        op = key_to_node.get(key, (0, "<not in graph>"))[1]
+        op = key_to_node.get(key, (0, "<not looked up>" if gradient_checkpointing else "<not in graph>"))[1]
         if ent["module"].startswith("<ckpt input>"):
             op = f"ckpt_input[{ent['dtype']}{list(ent['shape'])}]"
         ops_by_region[region][f"{ent['module']}:{op}"] += ent["nbytes"]

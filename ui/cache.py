@@ -105,11 +105,15 @@ SWEEPS = BoundedLru(32)
 PLANS = BoundedLru(16)
 
 
+def digest(text: str) -> str:
+    """A key of 64 characters for ``text`` (its SHA-256): the LRUs keep 512 + 48 keys, and the texts they stand for
+    can be megabytes (a pasted config.json makes a scenario's JSON 2 MiB)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def scenario_key(scenario: Scenario) -> str:
-    """The SHA-256 of the scenario's canonical JSON: equal scenarios, equal keys. Hashed so that a key is 64
-    characters whatever the scenario holds (a pasted config.json can make its JSON 2 MiB, and the LRUs keep 512 + 48
-    keys, several per scenario)."""
-    return hashlib.sha256(scenario.model_dump_json().encode()).hexdigest()
+    """The digest of the scenario's canonical JSON: equal scenarios, equal keys."""
+    return digest(scenario.model_dump_json())
 
 
 def cached_estimate(scenario: Scenario, key: str | None = None) -> Report:

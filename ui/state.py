@@ -412,7 +412,9 @@ def _validated(preset: str, overrides: dict[str, Any]) -> Scenario:
         return load_scenario(scenario_preset(preset), overrides=overrides)
 
     return (
-        cache.CACHE.get_or_make(("scenario", preset, text), make) if len(text) <= MAX_CACHED_OVERRIDES_CHARS else make()
+        cache.CACHE.get_or_make(("scenario", preset, cache.digest(text)), make)
+        if len(text) <= MAX_CACHED_OVERRIDES_CHARS
+        else make()
     )
 
 

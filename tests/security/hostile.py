@@ -70,13 +70,13 @@ def shell_cases() -> list[Case]:
         Case("nested-interpolation-script", f"actor_rollout_ref.rollout.n='{_nested_interpolation(40_000)}'", "2 MiB"),
         Case(
             "nested-interpolation-yaml",
-            yaml.safe_dump({"actor_rollout_ref": {"rollout": {"n": _nested_interpolation(40_000)}}}, width=10**9),
+            f"actor_rollout_ref:\n  rollout:\n    n: '{_nested_interpolation(40_000)}'\n",
             "interpolation would scan or build more than 2 MiB",
         ),
         Case("interpolation-doubling-yaml", _doubling_yaml(), "interpolation would scan or build more than 2 MiB"),
         Case(
             "yaml-100k-values",
-            yaml.safe_dump({"data": {f"k{i}": [1, 2, 3, 4] for i in range(25_000)}}),
+            "data:\n" + "".join(f"  k{i}:\n  - 1\n  - 2\n  - 3\n  - 4\n" for i in range(25_000)),
             "more than 100,000 values",
         ),
     ]

@@ -122,13 +122,6 @@ def cuda_graph_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadC
     return int(first + graphs * ov.vllm_cuda_graph_per_graph_mib * MIB_BYTES)
 
 
-def profile_activation_bytes(arch: Architecture, settings: EngineSettings, ov: OverheadConfig) -> int:
-    """Torch peak of vLLM's profile run above the weights (calculator/memory/vllm_profile.py): the larger of the
-    forward over ``max_num_batched_tokens`` tokens (``max_model_len`` when chunked prefill is off) and the sampler
-    dummy over ``min(tokens, max_num_seqs)`` requests x vocab on top of what the forward leaves allocated."""
-    return profile_run(arch, settings).peak_bytes
-
-
 def engine_budget(
     arch: Architecture,
     settings: EngineSettings,
@@ -144,7 +137,7 @@ def engine_budget(
     tp = settings.tp
     weights, weights_formula = rollout_weight_bytes(arch, settings, num_params)
     profile = profile_run(arch, settings)
-    act = profile.peak_bytes  # profile_activation_bytes, with its formula below
+    act = profile.peak_bytes  # the profile run's torch peak above the weights, with its formula below
     non_torch = int(ov.vllm_non_torch_gib * GIB_BYTES)
     graphs = cuda_graph_bytes(arch, settings, ov)
     kv_tok = arch.kv_cache_bytes_per_token(settings.kv_dtype_bytes, tp)

@@ -16,8 +16,8 @@ from calculator.memory.engine import (
     cuda_graph_bytes,
     engine_budget,
     num_cuda_graphs,
-    profile_activation_bytes,
 )
+from calculator.memory.vllm_profile import profile_run
 from calculator.units import GIB_BYTES, MIB_BYTES
 
 ARCH = model_presets()["qwen2.5-7b"].architecture
@@ -62,13 +62,13 @@ def test_profile_run_by_hand():
     forward = 8192 * FORWARD_PER_TOKEN  # 8192 x 78,336 = 641,728,512
     hidden = 8192 * 2 * H  # 58,720,256
     sampler = 256 * V * (2 + 4 + 4 + 4 + 4)  # 700,710,912
-    assert profile_activation_bytes(ARCH, VLLM, OV) == max(forward, hidden + sampler) == hidden + sampler
+    assert profile_run(ARCH, VLLM).peak_bytes == max(forward, hidden + sampler) == hidden + sampler
     # without chunked prefill the profile runs a whole max_model_len sequence: the forward is the peak
     long = replace(VLLM, enable_chunked_prefill=False, max_model_len=20000)
-    assert profile_activation_bytes(ARCH, long, OV) == 20000 * FORWARD_PER_TOKEN  # 1,566,720,000 > 0.84e9
+    assert profile_run(ARCH, long).peak_bytes == 20000 * FORWARD_PER_TOKEN  # 1,566,720,000 > 0.84e9
     raw = replace(VLLM, sampler_log_softmax=False)  # verl <= 0.6: vLLM's raw logprobs, no log_softmax
     # hidden + 256 x V x 14 = 603,676,160 < the forward's 641,728,512: the forward is the peak
-    assert profile_activation_bytes(ARCH, raw, OV) == max(forward, hidden + 256 * V * 14) == forward
+    assert profile_run(ARCH, raw).peak_bytes == max(forward, hidden + 256 * V * 14) == forward
 
 
 def test_worked_example_of_the_docstring():

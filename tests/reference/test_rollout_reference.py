@@ -10,7 +10,8 @@ import pytest
 
 from calculator.inputs.constants import OverheadConfig
 from calculator.inputs.presets import model_presets
-from calculator.memory.engine import BLOCK_SIZE_TOKENS, engine_budget, profile_activation_bytes
+from calculator.memory.engine import BLOCK_SIZE_TOKENS, engine_budget
+from calculator.memory.vllm_profile import profile_run
 from calculator.resolve.engines import EngineSettings
 from calculator.units import GIB_BYTES, gib_to_bytes
 
@@ -45,7 +46,7 @@ def test_kv01_llama31_8b_rtx3090():
     ov = OverheadConfig(vllm_non_torch_gib=0.35)
     eb = engine_budget(arch, st, gib_to_bytes(23.58), ov, arch.total_params())
     assert eb.weights_bytes / GIB_BYTES == pytest.approx(14.96, rel=0.005)
-    assert profile_activation_bytes(arch, st, ov) / GIB_BYTES == pytest.approx(2.1, rel=0.15)
+    assert profile_run(arch, st).peak_bytes / GIB_BYTES == pytest.approx(2.1, rel=0.15)
     assert eb.kv_cache_bytes / GIB_BYTES == pytest.approx(3.81, rel=0.10)
     # Identity with the logged terms: 23.58 x 0.9 - 17.06 (peak torch incl. weights) - 0.35 = 3.81 GiB.
     assert 23.58 * 0.9 - 17.06 - 0.35 == pytest.approx(3.81, abs=0.01)
@@ -89,7 +90,7 @@ def test_kv07_budget_identity():
     assert 35.55 - 14.96 - 0.1 - 9.37 == pytest.approx(11.12, abs=0.01)
     assert 5691 * BLOCK_SIZE_TOKENS * arch.kv_cache_bytes_per_token() / GIB_BYTES == pytest.approx(11.115, abs=0.001)
     st = settings(max_num_batched_tokens=8192, enable_chunked_prefill=False)
-    ours = profile_activation_bytes(arch, st, OverheadConfig()) / GIB_BYTES
+    ours = profile_run(arch, st).peak_bytes / GIB_BYTES
     assert 0.8 < ours < 1.5
 
 

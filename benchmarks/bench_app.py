@@ -14,6 +14,9 @@ compiles ``app.py`` and each page once and keeps the code until a source file ch
 run (``streamlit/testing/v1/local_script_runner.py``), which would add a compile of ``app.py`` and the page to every
 rerun (~5 ms for the Estimate page's 12 kB here) that no server pays.
 
+The peer beside it (``benchmarks/peer.py``; when its environment exists): llm-analysis's SFT estimate, timed in its own
+process after each page's reruns, and each page's script CPU at the goal's speed (scaled by 0.19 ms / that estimate).
+
 python benchmarks/bench_app.py [--repeat 30]
 """
 
@@ -32,6 +35,7 @@ from streamlit.runtime.scriptrunner import script_runner  # noqa: E402
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from benchmarks import peer as yardstick  # noqa: E402
 from ui import keys  # noqa: E402
 
 PAGES = {
@@ -104,16 +108,36 @@ def bench(page: str | None, repeat: int) -> dict[str, float]:
     return out
 
 
+def with_peer(out: dict[str, float], peer: yardstick.Peer | None) -> dict[str, float]:
+    """``out`` plus, when the peer runs, its SFT estimate timed right after the page's reruns and each script CPU
+    median at the goal's speed (``benchmarks/peer.py``: scaled by 0.19 ms / that estimate)."""
+    if peer is None:
+        return out
+    peer_ms = yardstick.median_ms(peer)
+    scaled = {
+        k.replace("script CPU median", "at the goal's speed"): yardstick.at_goal_speed(v, peer_ms)
+        for k, v in out.items()
+        if k.endswith("script CPU median")
+    }
+    return {**out, "peer SFT estimate": peer_ms, **scaled}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
     _measure_script_cpu()
     _one_script_cache()
+    peer = yardstick.start()
     print(f"{'page':<10} {'measurement':<26} {'ms':>8}")
-    for name, page in PAGES.items():
-        for what, ms in bench(page, args.repeat).items():
-            print(f"{name:<10} {what:<26} {ms:8.1f}")
+    try:
+        for name, page in PAGES.items():
+            for what, ms in with_peer(bench(page, args.repeat), peer).items():
+                digits = 3 if what == "peer SFT estimate" else 1
+                print(f"{name:<10} {what:<26} {ms:8.{digits}f}")
+    finally:
+        if peer is not None:
+            peer.close()
     print("targets: median rerun after a widget change < 300 ms; Estimate page script CPU <= 50 ms")
 
 

@@ -4,7 +4,8 @@ The machines of this project's kind differ in speed from one session to the next
 0.165-0.232 ms CPU on 2026-11-24/25 and 0.30-0.62 ms (most runs 0.41-0.56) on 2026-11-28, and every absolute figure
 moved with it. So each goal's benchmark prints the peer's figure measured in the same run beside its own
 (``bench_peer.py``: one estimate; ``bench_planner.py`` and ``bench_tradeoff.py``: the table and the sweeps in peer
-estimates; ``bench_cli.py``: the peer's own command-line imports).
+estimates; ``bench_cli.py``: the peer's own command-line imports; ``bench_cli.py`` and ``bench_app.py`` also print
+their figures at the goal's speed, scaled by the peer's SFT estimate timed in the same run: ``at_goal_speed``).
 
 The peer lives in its OWN virtual environment, never in this project's requirements. Create it once:
 
@@ -20,6 +21,7 @@ The peer's case: Llama-2-7B (``NousResearch_Llama-2-7b-hf``), H100 SXM 80 GB, bf
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -121,6 +123,17 @@ def in_peer_estimates(cpu_s: float, peer_ms: float, goal_s: float) -> str:
         f"{cpu_s * 1e3 / peer_ms:,.0f} peer estimates (goal {goal_s} s = {goal:,.0f} at the "
         f"{PEER_MS_WHEN_GOALS_WERE_SET} ms one took when the goal was set)"
     )
+
+
+def median_ms(peer: Peer, rounds: int = 3) -> float:
+    """Median CPU ms of one SFT estimate over ``rounds`` timings of ``CALLS`` estimates each."""
+    return statistics.median(peer.cpu_s(CALLS) / CALLS * 1e3 for _ in range(rounds))
+
+
+def at_goal_speed(value: float, peer_ms: float) -> float:
+    """``value``, a time measured beside a peer estimate of ``peer_ms``, scaled to a machine where the peer took the
+    ``PEER_MS_WHEN_GOALS_WERE_SET`` it took when issue #18's goals were set (the README's "at the goal's speed")."""
+    return value * PEER_MS_WHEN_GOALS_WERE_SET / peer_ms
 
 
 def import_command(code: str = PEER_IMPORT) -> list[str]:

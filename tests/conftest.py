@@ -7,16 +7,20 @@
   error: those markers mean "needs a browser / a server / the deployment files" and belong to the system suite.
 * No wall-clock limits in unit tests: hypothesis runs without its per-example deadline (speed is measured by
   ``benchmarks/``, bounds are CPU-time limits in a child process, see ``tests/support/limits.py``).
+* Streamlit's scan of the installed packages for v2 components runs once per test process, not once per
+  ``AppTest``: see :func:`_scan_components_once`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from streamlit.components.v2 import manifest_scanner
 
 from tests.support.paths import ROOT
 
@@ -25,6 +29,20 @@ SYSTEM_ONLY_MARKERS = ("browser", "load", "deploy")
 
 settings.register_profile("rlplan", deadline=None, print_blob=True)
 settings.load_profile("rlplan")
+
+
+def _scan_components_once() -> None:
+    """Every ``AppTest`` makes its own ``BidiComponentManager`` at its first run, which calls
+    ``streamlit.components.v2.manifest_scanner.scan_component_manifests``: it parses the METADATA of every installed
+    distribution (~150 here) to find v2 components, 0.3-0.4 s of CPU each time on this 2-core machine, most of a
+    fresh AppTest's first run (0.06 s without it). A server scans once, when its runtime starts. Nothing installs or
+    removes a package during a test run, so the scan's answer is the same every time: remembered per process."""
+    scan = manifest_scanner.scan_component_manifests
+    if not hasattr(scan, "cache_info"):  # already remembered (conftest imported twice)
+        manifest_scanner.scan_component_manifests = functools.cache(scan)
+
+
+_scan_components_once()
 
 
 def _under(path: Path, folder: Path) -> bool:

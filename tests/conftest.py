@@ -9,12 +9,15 @@
   ``benchmarks/``, bounds are CPU-time limits in a child process, see ``tests/support/limits.py``).
 * Streamlit's scan of the installed packages for v2 components runs once per test process, not once per
   ``AppTest``: see :func:`_scan_components_once`.
+* The Python processes the tests start read their bytecode from a cache in the temporary directory:
+  see :func:`_children_use_bytecode`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +46,22 @@ def _scan_components_once() -> None:
 
 
 _scan_components_once()
+
+
+def _children_use_bytecode() -> None:
+    """The CLI runs, the CPU-limited children (``tests/support/limits.py``) and the servers the tests start are
+    fresh interpreters. Where the environment forbids writing bytecode (``PYTHONDONTWRITEBYTECODE``, as on this
+    development machine), each one compiled every module it imports from source, ~0.2 s of CPU a process. They (and
+    the xdist workers, started after this runs) now share a bytecode cache under the temporary directory
+    (``PYTHONPYCACHEPREFIX``, which mirrors each source file's absolute path, so checkouts never mix). Nothing is written
+    into the checkout either way. Python checks each cached file against its source's modification time and size."""
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        return  # the caller chose where bytecode goes
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / f"rlplan-test-bytecode-{os.getuid()}")
+
+
+_children_use_bytecode()
 
 
 def _under(path: Path, folder: Path) -> bool:

@@ -169,7 +169,7 @@ def main() -> None:
                     for side, root in sides.items():
                         runs[side].append(measure(argv, env, root))
                     if label == BYTECODE and peer is not None:  # the yardstick under the same load as the runs
-                        peer_ms.append(peer.cpu_s(yardstick.CALLS) / yardstick.CALLS * 1e3)
+                        peer_ms.append(peer.estimate_ms())
                 for side in sides:
                     print(row(name + side, runs[side]))
                 if label == BYTECODE:

@@ -53,7 +53,7 @@ def main() -> None:
     ours_ms: dict[str, list[float]] = {sid: [] for sid in cases}
     same_ms: dict[str, list[float]] = {sid: [] for sid in cases}
     for _ in range(args.rounds):
-        peer_ms.append(peer.cpu_s(args.calls) / args.calls * 1000)
+        peer_ms.append(peer.estimate_ms(args.calls))
         for sid, s in cases.items():
             ours_ms[sid].append(rlplan_cpu_s(s, args.calls, fresh=True) / args.calls * 1000)
             same_ms[sid].append(rlplan_cpu_s(s, args.calls, fresh=False) / args.calls * 1000)

@@ -67,7 +67,7 @@ def main() -> int:
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         if peer is not None:
-            peer_ms.append(peer.cpu_s(yardstick.CALLS) / yardstick.CALLS * 1e3)
+            peer_ms.append(peer.estimate_ms())
     if peer is not None:
         peer.close()
     median = statistics.median(times)

@@ -80,7 +80,7 @@ def main() -> None:
         print(f"  step_time: {st * 1e3:.3f} ms   estimate(with_time=True): {est * 1e3:.3f} ms")
         print(f"  technique_table: {table * 1e3:.1f} ms")
         if peer is not None:
-            pm = statistics.median(peer.cpu_s(yardstick.CALLS) / yardstick.CALLS * 1e3 for _ in range(3))
+            pm = yardstick.median_ms(peer)
             print(
                 f"  the peer right after: one SFT estimate {pm:.3f} ms CPU; this sweep = "
                 + yardstick.in_peer_estimates(sweep_cpu, pm, GOAL_S)

@@ -95,6 +95,10 @@ class Peer:
         self.proc.stdin.flush()
         return float(self.proc.stdout.readline())
 
+    def estimate_ms(self, calls: int = CALLS) -> float:
+        """CPU ms of one SFT estimate, timed over ``calls`` of them."""
+        return self.cpu_s(calls) / calls * 1e3
+
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -127,7 +131,7 @@ def in_peer_estimates(cpu_s: float, peer_ms: float, goal_s: float) -> str:
 
 def median_ms(peer: Peer, rounds: int = 3) -> float:
     """Median CPU ms of one SFT estimate over ``rounds`` timings of ``CALLS`` estimates each."""
-    return statistics.median(peer.cpu_s(CALLS) / CALLS * 1e3 for _ in range(rounds))
+    return statistics.median(peer.estimate_ms() for _ in range(rounds))
 
 
 def at_goal_speed(value: float, peer_ms: float) -> float:

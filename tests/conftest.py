@@ -51,10 +51,11 @@ _scan_components_once()
 def _children_use_bytecode() -> None:
     """The CLI runs, the CPU-limited children (``tests/support/limits.py``) and the servers the tests start are
     fresh interpreters. Where the environment forbids writing bytecode (``PYTHONDONTWRITEBYTECODE``, as on this
-    development machine), each one compiled every module it imports from source, ~0.2 s of CPU a process. They (and
-    the xdist workers, started after this runs) now share a bytecode cache under the temporary directory
-    (``PYTHONPYCACHEPREFIX``, which mirrors each source file's absolute path, so checkouts never mix). Nothing is written
-    into the checkout either way. Python checks each cached file against its source's modification time and size."""
+    development machine), each one compiled every module it imports from source: 0.1-0.2 s more import time a
+    process (``benchmarks/bench_cli.py``, from source against with bytecode). They (and the xdist workers, started
+    after this runs) now share a bytecode cache under the temporary directory (``PYTHONPYCACHEPREFIX``, which mirrors
+    each source file's absolute path, so checkouts never mix). Nothing is written into the checkout either way. Python
+    checks each cached file against its source's modification time and size."""
     if os.environ.get("PYTHONPYCACHEPREFIX"):
         return  # the caller chose where bytecode goes
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

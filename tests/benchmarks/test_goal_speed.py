@@ -8,10 +8,10 @@ from benchmarks import bench_app, bench_cli
 from benchmarks import peer as yardstick
 
 
-class FakePeer:
-    """A peer whose SFT estimate takes ``ms`` of CPU each."""
+class FakePeer(yardstick.Peer):
+    """A peer whose SFT estimate takes ``ms`` of CPU each (no worker process)."""
 
-    def __init__(self, ms: float) -> None:
+    def __init__(self, ms: float) -> None:  # the real one starts the llm-analysis worker
         self.ms = ms
 
     def cpu_s(self, calls: int) -> float:
@@ -20,18 +20,18 @@ class FakePeer:
 
 def test_at_goal_speed_scales_by_the_peer_when_the_goals_were_set():
     assert yardstick.PEER_MS_WHEN_GOALS_WERE_SET == 0.19
-    assert yardstick.at_goal_speed(50.0, 0.5) == 50.0 * 0.19 / 0.5  # 19 ms: the peer 2.6x slower than then
+    assert yardstick.at_goal_speed(50.0, 0.5) == pytest.approx(19.0)  # 50 ms beside a peer 2.6x slower than then
     assert yardstick.at_goal_speed(0.19, 0.19) == 0.19  # a machine as fast as when the goals were set
 
 
 def test_median_ms_is_per_estimate():
-    assert yardstick.median_ms(FakePeer(0.38)) == pytest.approx(0.38, rel=1e-12)  # type: ignore[arg-type]
+    assert yardstick.median_ms(FakePeer(0.38)) == pytest.approx(0.38, rel=1e-12)
 
 
 def test_bench_app_scales_only_the_script_cpu_medians():
     out = {"first run": 900.0, "GPU count: median": 45.0, "GPU count: script CPU median": 38.0}
-    with_peer = bench_app.with_peer(out, FakePeer(0.38))  # type: ignore[arg-type]
-    expected = {**out, "peer SFT estimate": 0.38, "GPU count: at the goal's speed": 38.0 * 0.19 / 0.38}  # 19 ms
+    with_peer = bench_app.with_peer(out, FakePeer(0.38))
+    expected = {**out, "peer SFT estimate": 0.38, "GPU count: at the goal's speed": 19.0}  # 38 ms x 0.19 / 0.38
     assert with_peer == pytest.approx(expected, rel=1e-12)
     assert list(with_peer) == list(expected)  # printed in this order
     assert bench_app.with_peer(out, None) == out  # no peer installed: the page's own figures only
